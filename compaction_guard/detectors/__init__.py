@@ -1,0 +1,28 @@
+"""Detectors: each module turns a summary into findings of one kind.
+
+To add a detector: write detectors/<kind>.py with `detect(...) -> list[Finding]`,
+call it from `detect_all` below, add its kind to findings.FAILURE_KINDS if it is a
+failure kind, and add labelled samples for it to tests/corpus/.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import empty, garbled, inflation, markers, repetition
+from .stale import StaleTracker
+
+__all__ = ["detect_all", "StaleTracker", "empty", "garbled", "inflation", "markers", "repetition"]
+
+
+def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
+               allow_own_l3: bool = False) -> list:
+    """Run every per-summary detector on `content`; staleness is checked by StaleTracker."""
+    findings = empty.detect(content, settings, input_tokens)
+    if any(f.failure for f in findings):
+        # An empty summary is only that: its noise or size says nothing more.
+        return findings
+    findings += inflation.detect(output_tokens, input_tokens, settings)
+    findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
+    findings += garbled.detect(content, settings, entropy)
+    findings += repetition.detect(content, settings)
+    return findings

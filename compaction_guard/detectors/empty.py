@@ -1,0 +1,227 @@
+"""empty: a summary that carries nothing.
+
+Blank or near-blank text (the seed's "under 10 characters"), and the real forms
+that pass a length test: placeholders, OpenClaw's "No prior history." skeleton,
+refusals, error text stored as the summary, and reasoning with no summary after
+it. Each form is a named, commented pattern; `strip_reasoning` is shared with the
+chain, which strips a closed reasoning block before judging an LLM reply.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ..findings import Finding
+from ..tokens import CJK_CLASS
+
+# ---------------------------------------------------------------------------
+# Reasoning blocks
+# ---------------------------------------------------------------------------
+# <think>...</think> (DeepSeek-R1, Qwen3, vLLM without a reasoning parser),
+# <thinking>, <reasoning>, Kimi's ◁think▷...◁/think▷, and gpt-oss's harmony
+# analysis channel. A closed block is stripped; an unclosed one runs to the end.
+_OPEN_TAGS = r"<think>|<thinking>|<reasoning>|◁think▷|<\|channel\|>analysis(?:<\|message\|>)?"
+_CLOSE_TAGS = r"</think>|</thinking>|</reasoning>|◁/think▷|<\|end\|>"
+REASONING_BLOCK_RE = re.compile(rf"(?:{_OPEN_TAGS})(.*?)(?:{_CLOSE_TAGS})", re.S | re.I)
+REASONING_OPEN_RE = re.compile(rf"(?:{_OPEN_TAGS})", re.I)
+# A stray closing tag with no opening one: vLLM's reasoning parsers drop the
+# opening tag, so everything before the close is reasoning.
+REASONING_STRAY_CLOSE_RE = re.compile(rf"^(.*?)(?:{_CLOSE_TAGS})", re.S | re.I)
+# Plain-text reasoning headers at the very start (Qwen3.x "Thinking Process:").
+THINKING_HEADER_RE = re.compile(
+    r"\A\s*(?:\*\*|#+\s*)?(?:thinking process|thinking|thought process|reasoning|"
+    r"internal reasoning|chain of thought)(?:\*\*)?\s*:?(?:\*\*)?\s*\n",
+    re.I,
+)
+# Where an answer starts after plain-text reasoning.
+ANSWER_START_RE = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?:final answer|final summary|summary|answer|output|"
+    r"zusammenfassung|résumé|resumen|摘要|总结|要約|요약|итог|резюме)\b[^\n]*$",
+    re.I | re.M,
+)
+
+
+@dataclass
+class Reasoning:
+    """What strip_reasoning found."""
+
+    text: str          # the text with reasoning removed
+    kind: Optional[str]  # None, "closed", "unclosed", "stray-close", "header"
+    reasoning_chars: int
+
+
+def strip_reasoning(text: str) -> Reasoning:
+    """Remove reasoning blocks; report what was removed."""
+    if "<" not in text and "◁" not in text and not THINKING_HEADER_RE.match(text):
+        return Reasoning(text, None, 0)
+    removed = 0
+    kind = None
+    out, n = REASONING_BLOCK_RE.subn("", text)
+    if n:
+        kind = "closed"
+        removed += len(text) - len(out)
+    m = REASONING_OPEN_RE.search(out)
+    if m:
+        kind = "unclosed"
+        removed += len(out) - m.start()
+        out = out[: m.start()]
+    else:
+        m = REASONING_STRAY_CLOSE_RE.match(out)
+        if m and kind is None:
+            kind = "stray-close"
+            removed += m.end()
+            out = out[m.end():]
+    if kind is None and THINKING_HEADER_RE.match(out):
+        answer = ANSWER_START_RE.search(out)
+        # "Summary" inside the reasoning's own numbered steps is not an answer:
+        # take the last answer heading, and only if text follows it.
+        last = None
+        for last in ANSWER_START_RE.finditer(out):
+            pass
+        if answer and last and out[last.end():].strip():
+            kind = "header"
+            removed += last.start()
+            out = out[last.start():]
+        else:
+            kind = "header"
+            removed += len(out)
+            out = ""
+    return Reasoning(out, kind, removed)
+
+
+# ---------------------------------------------------------------------------
+# Placeholders: text a compactor stores when it had no summary.
+# ---------------------------------------------------------------------------
+PLACEHOLDER_PATTERNS = [
+    # OpenClaw's old fallback that still cut history.
+    ("openclaw-unavailable", r"summary unavailable\b[^\n]*"),
+    # Codex CLI and friends.
+    ("no-summary", r"\(?\s*no (?:summary|content|history|messages?)(?: (?:available|generated|produced|provided|yet))?\s*\)?\.?"),
+    ("nothing-to-summarize", r"(?:there (?:is|was) )?nothing to summari[sz]e[^\n]*"),
+    ("summary-pending", r"summary (?:pending|not available|not generated|failed|skipped)[^\n]*"),
+    ("null-literal", r"(?:null|none|undefined|n/?a|nan|todo|tbd|placeholder|\[\]|\{\}|\"\"|'')\.?"),
+    ("empty-tag", r"<summary>\s*</summary>"),
+]
+PLACEHOLDER_RE = re.compile(
+    r"\A\s*(?:summary\s*:\s*)?(?:" + "|".join(f"(?P<{n.replace('-', '_')}>{p})" for n, p in PLACEHOLDER_PATTERNS) + r")\s*\Z",
+    re.I,
+)
+
+# OpenClaw's safeguard skeleton: headings whose every body line says "nothing".
+SKELETON_BODY_RE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:no prior history|none captured|none recorded|none yet|none|n/?a|"
+    r"nothing(?: to report| yet)?|\(none\)|no (?:decisions|todos|constraints|identifiers|"
+    r"pending (?:user )?asks)(?: yet| recorded| captured)?|—|-)\s*\.?\s*$",
+    re.I,
+)
+HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?)\s*$")
+
+# ---------------------------------------------------------------------------
+# Error text stored as the summary (LangChain's "Error generating summary: ...",
+# SDK exception strings, HTTP error pages). Only at the very start.
+# ---------------------------------------------------------------------------
+ERROR_START_RE = re.compile(
+    r"\A\s*(?:"
+    r"error generating summary|failed to (?:generate|create|produce|write) (?:a |the )?summary|"
+    r"summari[sz]ation (?:failed|error)|compaction failed|"
+    r"traceback \(most recent call last\)|"
+    r"\{\s*\"(?:error|detail|message)\"\s*:|"
+    r"error code: \d{3}|request failed with status(?: code)?|"
+    r"(?:http(?:/\d(?:\.\d)?)?\s+)?(?:4\d\d|5\d\d) (?:bad request|unauthorized|forbidden|not found|too many requests|"
+    r"internal server error|bad gateway|service unavailable|gateway time-?out)|"
+    r"<!doctype html|<html|"
+    r"(?:openai|anthropic|litellm|httpx|requests)\.\w*(?:error|exception)|"
+    r"\w*(?:apierror|apiconnectionerror|ratelimiterror|timeouterror|apitimeouterror)\b|"
+    r"rate limit (?:exceeded|reached)|context_length_exceeded|"
+    r"the model `?[\w./:-]+`? does not exist|"
+    r"(?:fatal )?error\s*:|exception\s*:|\[error\]"
+    r")",
+    re.I,
+)
+
+# Refusals at the start, in the languages the guard is tested on.
+REFUSAL_START_RE = re.compile(
+    r"\A\s*(?:"
+    r"i(?:'m| am) sorry,? (?:but )?i (?:can(?:'|no)t|am unable|won't)|"
+    r"i(?:'m| am) (?:unable|not able) to|i can(?:'|no)t (?:help|assist|summari[sz]e|provide|comply)|"
+    r"i apologi[sz]e,? but|sorry,? (?:but )?i can(?:'|no)t|as an ai(?: language model)?,? i|"
+    r"i must decline|i won't be able to|"
+    r"抱歉|对不起，我(?:无法|不能)|很抱歉|申し訳ありません|すみませんが|죄송합니다|"
+    r"извините,? (?:но )?я не могу|к сожалению,? я не могу|"
+    r"lo siento,? (?:pero )?no puedo|désolé,? (?:mais )?je ne peux pas|"
+    r"es tut mir leid,? (?:aber )?ich kann|leider kann ich|"
+    r"عذرا|آسف،? لا أستطيع|סליחה,? (?:אבל )?אני לא יכול|מצטער"
+    r")",
+    re.I,
+)
+# A refusal is the whole summary only when it is short.
+MAX_REFUSAL_CHARS = 600
+
+_INFORMATIVE_RE = re.compile(r"[^\W_]", re.U)
+_CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
+
+
+def informative_chars(text: str) -> int:
+    """Letters and digits; a CJK character counts 3 (it carries a word)."""
+    n = len(_INFORMATIVE_RE.findall(text)) if len(text) < 4096 else 4096
+    if n and not text.isascii():
+        n += 2 * len(_CJK_CHAR_RE.findall(text[:4096]))
+    return n
+
+
+def _is_skeleton(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines or len(lines) > 40:
+        return False
+    headings = [ln for ln in lines if HEADING_RE.match(ln) and not SKELETON_BODY_RE.match(ln)]
+    body = [ln for ln in lines if ln not in headings]
+    return bool(headings) and bool(body) and all(SKELETON_BODY_RE.match(ln) for ln in body)
+
+
+def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
+    findings = []
+    reasoning = strip_reasoning(content)
+    text = reasoning.text
+    if reasoning.kind:
+        if not text.strip() or informative_chars(text) < settings.min_summary_chars:
+            how = {"unclosed": "an unclosed reasoning block", "header": "plain-text reasoning ('Thinking Process:')",
+                   "closed": "a reasoning block", "stray-close": "reasoning before a stray closing tag"}[reasoning.kind]
+            return [Finding("empty", f"reasoning only: {how} ({reasoning.reasoning_chars} chars) with no summary after it; "
+                            "raise the summarizer's max_tokens or turn its reasoning off",
+                            figures={"reasoning_chars": reasoning.reasoning_chars})]
+        findings.append(Finding("reasoning_leak", f"{reasoning.reasoning_chars} chars of model reasoning stored with the summary "
+                                "(enable the server's reasoning parser or strip it)", failure=False,
+                                figures={"reasoning_chars": reasoning.reasoning_chars}))
+    stripped = text.strip()
+    n = informative_chars(stripped)
+    if n < settings.min_summary_chars:
+        what = "blank" if not stripped else f"only {n} informative characters ({stripped[:40]!r})"
+        findings.append(Finding("empty", f"summary is {what}; the compactor stored no summary, re-run compaction",
+                                figures={"informative_chars": n}))
+        return findings
+    if len(stripped) <= 300:
+        m = PLACEHOLDER_RE.match(stripped)
+        if m:
+            findings.append(Finding("empty", f"placeholder stored as the summary ({m.lastgroup.replace('_', '-')}: "
+                                    f"{stripped[:60]!r}); the history it replaced is not in it, re-run compaction"))
+            return findings
+    if len(stripped) <= settings.max_error_text_chars:
+        m = ERROR_START_RE.match(stripped)
+        if m:
+            findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
+                                    "fix the summarizer's provider and re-run compaction"))
+            return findings
+    if len(stripped) <= MAX_REFUSAL_CHARS and REFUSAL_START_RE.match(stripped):
+        findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); "
+                                "re-run with another model or the aggressive prompt"))
+        return findings
+    if _is_skeleton(stripped):
+        if input_tokens is not None and input_tokens < settings.skeleton_min_input_tokens:
+            findings.append(Finding("empty_skeleton", f"skeleton summary ('No prior history.') over a {input_tokens}-token input",
+                                    failure=False))
+        else:
+            size = f"{input_tokens} tokens of history" if input_tokens is not None else "history of unknown size"
+            findings.append(Finding("empty", f"OpenClaw's empty skeleton ('No prior history.' / 'None captured.') stored over "
+                                    f"{size}; the summarizer got no messages, re-run compaction"))
+    return findings

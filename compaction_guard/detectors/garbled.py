@@ -1,0 +1,199 @@
+"""garbled: text that is not language: noise, bytes read as text, mojibake.
+
+The seed's signal (character entropy > 5.0) flags nearly every Chinese or Japanese
+sentence and misses mojibake, so it is reported, not trusted. Instead each kind of
+noise is a named pattern that marks "junk" spans (ftfy's badness.py is the model);
+a summary is garbled when junk covers `garbled_min_share` of it, when one junk
+region is `garbled_min_run_chars` long (a good start with a garbage tail), or when
+it holds `mojibake_min_sequences` mojibake sequences. Every pattern runs as one
+C-level regex over the text; Python only looks at the few candidates it returns.
+"""
+from __future__ import annotations
+
+import re
+
+from ..findings import Finding
+
+# --- named junk patterns ----------------------------------------------------------
+
+# U+FFFD: bytes that failed to decode, replaced. Runs of it, or words holding it.
+REPLACEMENT_RE = re.compile(r"\S*\ufffd\S*")
+
+# C0/C1 control characters (not tab/newline/CR): raw bytes decoded as latin-1.
+CONTROL_RE = re.compile(r"\S*[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]\S*")
+
+# Byte-level BPE pieces printed raw (GPT-2/Llama-3 'Ġ' for space, 'Ċ' for newline,
+# SentencePiece '▁'): a tokenizer's vocabulary leaking instead of decoded text.
+TOKENIZER_RE = re.compile(r"\S*[a-zA-Z0-9]?[\u0120\u010a\u0109\u2581][a-zA-Z0-9]\S*|\S*[a-zA-Z][\u0120\u010a\u2581]\S*")
+
+# Runs of integers: token ids dumped instead of decoded.
+def _token_id_re(n: int):
+    return re.compile(r"(?:(?<![\w.])\d{1,6}[ ,\t]+){%d,}\d{1,6}(?![\w.])" % (n - 1))
+
+# Mojibake: a UTF-8 lead byte followed by continuation bytes, each read as cp1252 or
+# latin-1. Lead bytes 0xC2-0xF4 read as 'Â'..'ô'; continuation bytes 0x80-0xBF read
+# as cp1252 punctuation ('€', '™', '“', ...), latin-1 C1 controls, or U+00A0-U+00BF.
+_CONT = "\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d" \
+        "\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178"
+MOJIBAKE_RE = re.compile(
+    f"[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}}"
+)
+
+# Long base64-alphabet tokens with mixed case and digits: encoded blobs, random
+# keys. Hex-only strings (SHAs, UUIDs, hashes) never match: they lack mixed case.
+BASE64_CANDIDATE_RE = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+
+# Symbols interleaved with short letter/digit runs: random printable characters.
+# Path and version punctuation (/ . - _ :) is not counted as a symbol here.
+RANDOM_CANDIDATE_RE = re.compile(
+    r"\S*[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{1,3}[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{0,3}"
+    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`]\S*"
+)
+
+# Keyboard mash and random letters: long consonant runs (after collapsing the
+# digraphs of English, German, French and Spanish) or long vowel-less words.
+CONSONANT_CANDIDATE_RE = re.compile(r"\b[a-z]*[bcdfghjklmnpqrstvwxz]{5,}[a-z]*\b")
+_DIGRAPHS_RE = re.compile(r"sch|tch|ch|sh|th|ph|ck|ng|gh|wr|ll|ss|tt|nn|mm|rr|pp|ff|gg|dd|zz|cc|bb|rh|kn|gn|qu")
+
+# Characters from blocks that ordinary text in any language rarely uses
+# (private use, runic, Glagolitic, Vai, Braille, supplementary planes below the
+# emoji, CJK extension B+): two or more in one word is random Unicode.
+RARE_RUN_RE = re.compile(
+    "\\S*(?:[\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff"
+    "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]\\S*){2,}"
+)
+
+_KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_KEY_POS = {c: (r, i) for r, row in enumerate(_KEYBOARD_ROWS) for i, c in enumerate(row)}
+
+
+def _keyboard_adjacent_share(word: str) -> float:
+    pairs = list(zip(word, word[1:]))
+    if not pairs:
+        return 0.0
+    adj = 0
+    for a, b in pairs:
+        pa, pb = _KEY_POS.get(a), _KEY_POS.get(b)
+        if pa and pb and abs(pa[0] - pb[0]) <= 1 and abs(pa[1] - pb[1]) <= 1:
+            adj += 1
+    return adj / len(pairs)
+
+
+def _is_mash(word: str) -> bool:
+    """A lower-case letter run that no language in scope writes."""
+    collapsed = _DIGRAPHS_RE.sub("C", word)
+    run = max((len(r) for r in re.findall(r"[bcdfghjklmnpqrstvwxzC]+", collapsed)), default=0)
+    if run >= 5:
+        return True
+    return len(word) >= 6 and _keyboard_adjacent_share(word) >= 0.6
+
+
+def _class_switch_rate(tok: str) -> float:
+    def cls(c):
+        if c.isdigit():
+            return 0
+        if c.isupper():
+            return 1
+        if c.islower():
+            return 2
+        return 3
+    classes = [cls(c) for c in tok]
+    switches = sum(1 for a, b in zip(classes, classes[1:]) if a != b)
+    return switches / max(1, len(tok) - 1)
+
+
+def _is_base64_noise(tok: str) -> bool:
+    core = tok.strip("=")
+    if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):
+        return False
+    return _class_switch_rate(core) >= 0.3
+
+
+def _spans(text: str, settings) -> dict:
+    """{pattern name: [(start, end), ...]} of junk in `text`."""
+    spans = {}
+    ascii_only = text.isascii()
+    if not ascii_only:
+        if "\ufffd" in text:
+            spans["replacement_chars"] = [m.span() for m in REPLACEMENT_RE.finditer(text)]
+        spans["tokenizer_pieces"] = [m.span() for m in TOKENIZER_RE.finditer(text)]
+        spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
+        spans["random_unicode"] = [m.span() for m in RARE_RUN_RE.finditer(text)]
+    spans["control_chars"] = [m.span() for m in CONTROL_RE.finditer(text)]
+    spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)]
+    spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(m.group())]
+    spans["random_symbols"] = [m.span() for m in RANDOM_CANDIDATE_RE.finditer(text)
+                               if _class_switch_rate(m.group()) >= 0.45 and "://" not in m.group()]
+    spans["keyboard_mash"] = [m.span() for m in CONSONANT_CANDIDATE_RE.finditer(text) if _is_mash(m.group())]
+    return {k: v for k, v in spans.items() if v}
+
+
+def _merge(spans: list, gap: int = 3) -> list:
+    merged = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1] + gap:
+            if e > merged[-1][1]:
+                merged[-1][1] = e
+        else:
+            merged.append([s, e])
+    return merged
+
+
+def _longest_region(merged: list, text: str, gap_words: int = 2) -> int:
+    """Longest stretch of junk, bridging gaps of at most `gap_words` clean words."""
+    best = cur_start = cur_end = 0
+    started = False
+    for s, e in merged:
+        if started and len(text[cur_end:s].split()) <= gap_words:
+            cur_end = e
+        else:
+            cur_start, cur_end, started = s, e, True
+        best = max(best, cur_end - cur_start)
+    return best
+
+
+def detect(content: str, settings, entropy: float) -> list:
+    text = content
+    if len(text) < 8:
+        return []
+    spans = _spans(text, settings)
+    if not spans:
+        return []
+    mojibake_n = len(spans.pop("mojibake", []))
+    findings = []
+    if mojibake_n >= settings.mojibake_min_sequences:
+        sample = MOJIBAKE_RE.search(text).group()
+        fixed = _ftfy_fix(text[:2000])
+        hint = f"; it reads as {fixed[:40]!r} re-decoded" if fixed else ""
+        findings.append(Finding("garbled", f"mojibake: {mojibake_n} sequences like {sample!r} (UTF-8 read as cp1252/latin-1){hint}; "
+                                "decode the source as UTF-8 and re-run compaction",
+                                figures={"mojibake_sequences": mojibake_n, "entropy": entropy}))
+        return findings
+    all_spans = [sp for v in spans.values() for sp in v]
+    merged = _merge(all_spans)
+    junk = sum(e - s for s, e in merged)
+    visible = max(1, len(text) - text.count(" ") - text.count("\n"))
+    share = junk / visible
+    longest = _longest_region(merged, text)
+    kinds = sorted(spans, key=lambda k: -sum(e - s for s, e in spans[k]))
+    figures = {"junk_share": round(share, 3), "junk_chars": junk, "longest_junk_run": longest,
+               "patterns": kinds, "entropy": entropy}
+    if junk >= settings.garbled_warn_chars and (share >= settings.garbled_min_share or longest >= settings.garbled_min_run_chars):
+        where = "a garbage tail" if merged[-1][1] >= len(text.rstrip()) - 3 and merged[0][0] > len(text) * 0.2 else "noise"
+        findings.append(Finding("garbled", f"{share:.0%} of the text is {where} ({', '.join(k.replace('_', ' ') for k in kinds[:3])}; "
+                                f"longest run {longest} chars): not language; re-run compaction, check the model and decoding",
+                                figures=figures))
+    elif junk >= settings.garbled_warn_chars or mojibake_n:
+        findings.append(Finding("noise", f"{junk} chars look like noise ({', '.join(kinds[:2]) or 'mojibake'}), "
+                                f"{share:.1%} of the text", failure=False, figures=figures))
+    return findings
+
+
+def _ftfy_fix(sample: str):
+    """ftfy's repair of a mojibake sample, for the reason line (None if it cannot)."""
+    try:
+        import ftfy
+    except ImportError:  # pragma: no cover - ftfy is a declared dependency
+        return None
+    fixed = ftfy.fix_encoding(sample)
+    return fixed if fixed != sample else None

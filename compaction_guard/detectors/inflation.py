@@ -1,0 +1,23 @@
+"""inflation: a summary with more tokens than what it replaced.
+
+Both sides are counted with the same script-aware estimate (tokens.estimate_tokens),
+so a Chinese summary of an English conversation is measured right. The input is
+the record's source text when the store has it, else its recorded token count.
+"""
+from __future__ import annotations
+
+from ..findings import Finding
+
+
+def detect(output_tokens: int, input_tokens, settings) -> list:
+    if not input_tokens or input_tokens <= 0:
+        return []
+    ratio = output_tokens / input_tokens
+    figures = {"output_tokens": output_tokens, "input_tokens": input_tokens, "ratio": round(ratio, 2)}
+    if ratio > settings.max_inflation_ratio:
+        return [Finding("inflation", f"summary is {output_tokens} tokens, larger than the {input_tokens}-token input it "
+                        f"replaced (x{ratio:.2f}); compaction grew the context, re-run with a smaller target",
+                        figures=figures)]
+    if ratio > settings.warn_compression_ratio:
+        return [Finding("low_compression", f"summary kept {ratio:.0%} of its input's tokens", failure=False, figures=figures)]
+    return []

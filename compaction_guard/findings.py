@@ -1,0 +1,73 @@
+"""What detectors produce: findings, gathered per summary into a Result."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+# The failure kinds, exactly as reported.
+FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale")
+
+
+@dataclass
+class Finding:
+    """One thing a detector saw.
+
+    kind:     a failure kind (FAILURE_KINDS) or, for warnings, a short warning name
+    reason:   one line a person can act on
+    failure:  True for a failure, False for a warning (suspicious, summary stays valid)
+    figures:  the measurements behind it
+    """
+
+    kind: str
+    reason: str
+    failure: bool = True
+    figures: dict = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """The verdict on one summary."""
+
+    id: str
+    source: str
+    findings: list
+    output_tokens: int
+    input_tokens: Optional[int]
+    entropy: float
+
+    @property
+    def failures(self) -> list:
+        seen = []
+        for f in self.findings:
+            if f.failure and f.kind not in seen:
+                seen.append(f.kind)
+        return seen
+
+    @property
+    def warnings(self) -> list:
+        return [f"{f.kind}: {f.reason}" for f in self.findings if not f.failure]
+
+    @property
+    def valid(self) -> bool:
+        return not any(f.failure for f in self.findings)
+
+    @property
+    def reasons(self) -> dict:
+        out = {}
+        for f in self.findings:
+            if f.failure and f.kind not in out:
+                out[f.kind] = f.reason
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "valid": self.valid,
+            "failures": self.failures,
+            "warnings": self.warnings,
+            "reasons": self.reasons,
+            "output_tokens": self.output_tokens,
+            "input_tokens": self.input_tokens,
+            "entropy": self.entropy,
+        }

@@ -1,0 +1,29 @@
+"""The one shape every store yields: a summary record."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class SummaryRecord:
+    """One stored summary and what is known about what it replaced.
+
+    id:            the store's own id (node id, summary_id, entry id, record id)
+    content:       the summary text as stored
+    source:        which store it came from (e.g. "memory-dag-compactor", "file:x.yaml")
+    input_text:    the text it summarizes, when the store has it
+    input_tokens:  the size of that text in tokens, when only the size is known
+    previous:      the summary it replaced (a record's own "previous" field)
+    stale_scope:   records sharing a scope are compared with each other for staleness
+                   (one DAG, one conversation); None compares only with `previous`
+    """
+
+    id: str
+    content: str
+    source: str = "file"
+    input_text: Optional[str] = None
+    input_tokens: Optional[int] = None
+    previous: Optional[str] = None
+    stale_scope: Optional[str] = None
+    meta: dict = field(default_factory=dict)

@@ -1,0 +1,92 @@
+"""Every threshold the guard uses, in one place.
+
+`Settings()` holds the calibrated defaults; `SEED` holds the values of the original
+openclaw-superpowers guard (kept so its signals can be reproduced and compared, see
+tests/corpus/evaluate.py). Detectors receive a Settings object and read nothing else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- empty -----------------------------------------------------------------
+    # Seed: a summary under 10 characters is empty. Measured on "informative
+    # characters" (letters and digits; a CJK character counts 3, it carries a word).
+    min_summary_chars: int = 10
+    # Error text stored as a summary is only believed when the whole text is short.
+    max_error_text_chars: int = 4000
+    # The OpenClaw "No prior history." skeleton is a failure only over real history.
+    skeleton_min_input_tokens: int = 200
+
+    # --- inflation -------------------------------------------------------------
+    # Seed: summary tokens above input tokens. Ratio of output to input tokens.
+    max_inflation_ratio: float = 1.0
+    # Warn (not fail) when a summary kept more than this share of its input.
+    warn_compression_ratio: float = 0.9
+
+    # --- garbled ---------------------------------------------------------------
+    # Seed: character Shannon entropy above 5.0. Kept as a reported figure and as
+    # supporting evidence (see detectors/garbled.py); alone it flags CJK prose.
+    max_entropy: float = 5.0
+    # Share of non-space characters inside junk tokens that makes a summary garbled.
+    garbled_min_share: float = 0.15
+    # ... or one contiguous junk region at least this long (a garbage tail).
+    garbled_min_run_chars: int = 200
+    # Junk below these but at least this many characters is a warning.
+    garbled_warn_chars: int = 24
+    # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
+    mojibake_min_sequences: int = 3
+    # Consecutive integers that read as a dump of token ids.
+    token_id_run: int = 16
+
+    # --- repetition ------------------------------------------------------------
+    # Seed: one 20+ character phrase 3+ times. Applied to back-to-back repeats of
+    # a sentence, line or block of prose.
+    repetition_min_length: int = 20
+    repetition_threshold: int = 3
+    # Lines that look like logs, code or tables repeat legitimately (retry logs):
+    # they must repeat back to back at least this often.
+    structured_loop_repeats: int = 10
+    # A word or short phrase (under repetition_min_length) looping back to back.
+    word_loop_repeats: int = 12
+    word_loop_min_chars: int = 40
+    # Longest unit (in lines / sentences / words) searched for back-to-back loops.
+    max_period_lines: int = 12
+    max_period_sentences: int = 6
+    max_period_words: int = 8
+
+    # --- chain -----------------------------------------------------------------
+    # L1 and L2 target sizes as a share of the input's tokens, with caps.
+    l1_target_ratio: float = 0.25
+    l1_max_tokens: int = 2000
+    l2_target_ratio: float = 0.10
+    l2_max_tokens: int = 800
+    # L3: keep the first 30% and last 20% of the input's lines.
+    l3_head_ratio: float = 0.30
+    l3_tail_ratio: float = 0.20
+
+    # --- state -----------------------------------------------------------------
+    max_failures_kept: int = 500
+    max_check_history: int = 100
+    max_chain_history: int = 200
+    l3_warning_share: float = 0.10
+
+    def with_overrides(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+
+DEFAULT = Settings()
+
+# The seed's literal values. Its rules differ in kind too (any 20-char window,
+# entropy alone, chars/4 tokens); see benchmarks/seed_rules.py for them verbatim.
+SEED = Settings(
+    min_summary_chars=10,
+    max_entropy=5.0,
+    repetition_min_length=20,
+    repetition_threshold=3,
+    max_inflation_ratio=1.0,
+    max_failures_kept=50,
+    max_check_history=20,
+)

@@ -1,0 +1,63 @@
+"""Token estimates and text figures shared by the detectors.
+
+`estimate_tokens` is script-aware: ASCII characters count 1/4 token, CJK characters
+one token, other non-ASCII characters half a token, emoji and other astral
+characters one. Against cl100k it lands within 0.93-1.12x for English, Chinese,
+Japanese, Korean and Russian (REFERENCE.md section 5), where the seed's chars/4
+undercounts Chinese by ~70%. Both sides of the inflation ratio use it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+# Han (incl. extension A and compatibility), kana, Hangul syllables, half-width kana.
+CJK_CLASS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+CJK_RE = re.compile(f"[{CJK_CLASS}]")
+ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated model tokens in `text` (script-aware, see module doc)."""
+    if not text:
+        return 0
+    n = len(text)
+    if text.isascii():
+        return math.ceil(n / 4)
+    ascii_n = len(text.encode("ascii", "ignore"))
+    cjk = CJK_RE.subn("", text)[1]
+    astral = ASTRAL_RE.subn("", text)[1]
+    other = n - ascii_n - cjk - astral
+    return math.ceil(ascii_n / 4 + cjk + astral + other * 0.5)
+
+
+def seed_tokens(text: str) -> int:
+    """The seed's estimate: characters // 4."""
+    return len(text) // 4
+
+
+def shannon_entropy(text: str) -> float:
+    """Character Shannon entropy in bits (the seed's garbled signal), 2 decimals."""
+    if not text:
+        return 0.0
+    total = len(text)
+    h = 0.0
+    for count in Counter(text).values():
+        p = count / total
+        h -= p * math.log2(p)
+    return round(h, 2)
+
+
+_WS_RE = re.compile(r"\s+")
+
+
+def normalize_ws(text: str) -> str:
+    """Collapse every run of whitespace to one space and strip the ends."""
+    return _WS_RE.sub(" ", text).strip()
+
+
+def cjk_count(text: str) -> int:
+    return CJK_RE.subn("", text)[1] if not text.isascii() else 0
