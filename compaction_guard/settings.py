@@ -18,7 +18,7 @@ class Settings:
     # Error text stored as a summary is only believed when the whole text is short.
     max_error_text_chars: int = 4000
     # The OpenClaw "No prior history." skeleton is a failure only over real history.
-    skeleton_min_input_tokens: int = 200
+    skeleton_min_input_tokens: int = 20
 
     # --- inflation -------------------------------------------------------------
     # Seed: summary tokens above input tokens. Ratio of output to input tokens.
@@ -56,6 +56,8 @@ class Settings:
     max_period_lines: int = 12
     max_period_sentences: int = 6
     max_period_words: int = 8
+    # Longest phrase (in words / CJK characters) searched for loops inside prose.
+    max_loop_words: int = 400
 
     # --- chain -----------------------------------------------------------------
     # L1 and L2 target sizes as a share of the input's tokens, with caps.

@@ -11,8 +11,10 @@ C-level regex over the text; Python only looks at the few candidates it returns.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from ..findings import Finding
+from ..tokens import shannon_entropy
 
 # --- named junk patterns ----------------------------------------------------------
 
@@ -38,6 +40,9 @@ _CONT = "\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u01
 MOJIBAKE_RE = re.compile(
     f"[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}}"
 )
+# The same bytes as a byte-level BPE vocabulary prints them (GPT-2's byte map puts
+# 0x80-0xA0 and 0xAD at U+0100-U+0143): 'ãĥ¦' for one Japanese character.
+BPE_BYTES_RE = re.compile("[\u00c2-\u00f4][\u00a1-\u00ac\u00ae-\u00bf\u0100-\u0143]{1,3}")
 
 # Long base64-alphabet tokens with mixed case and digits: encoded blobs, random
 # keys. Hex-only strings (SHAs, UUIDs, hashes) never match: they lack mixed case.
@@ -50,10 +55,29 @@ RANDOM_CANDIDATE_RE = re.compile(
     r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`]\S*"
 )
 
-# Keyboard mash and random letters: long consonant runs (after collapsing the
-# digraphs of English, German, French and Spanish) or long vowel-less words.
+# Keyboard mash and random letters. Three shapes no language in scope writes:
+# a consonant run of 5+ (after collapsing the digraphs of English, German, French
+# and Spanish), a lower-case word of 5+ letters with no vowel (minus a short list
+# of tech abbreviations), and a word that repeats two different letter pairs
+# ("werwqeqewq": fingers rocking on one keyboard row).
 CONSONANT_CANDIDATE_RE = re.compile(r"\b[a-z]*[bcdfghjklmnpqrstvwxz]{5,}[a-z]*\b")
+VOWELLESS_RE = re.compile(r"(?<![\w./:@-])[bcdfghjklmnpqrstvwxz]{5,}(?![\w./:@-])")
+REPEATED_PAIR_RE = re.compile(r"(?<![\w./:@-])(?=[a-z]{6,24}(?![\w./:@-]))[a-z]*?([a-z]{2})[a-z]*?\1[a-z]*")
 _DIGRAPHS_RE = re.compile(r"sch|tch|ch|sh|th|ph|ck|ng|gh|wr|ll|ss|tt|nn|mm|rr|pp|ff|gg|dd|zz|cc|bb|rh|kn|gn|qu")
+_TECH_WORDS = frozenset("https sftp npmjs pnpm xlsx pdfs ttls grpc mkdir psql llvm kubectl crwth shfmt cmdlt "
+                        "pprof strncpy bzcat gnupg xcrun brctl lsblk dmesg nftables".split())
+
+
+def _is_mash(word: str) -> bool:
+    """A lower-case letter run with a consonant run no language in scope writes."""
+    collapsed = _DIGRAPHS_RE.sub("C", word)
+    return max((len(r) for r in re.findall(r"[bcdfghjklmnpqrstvwxzC]+", collapsed)), default=0) >= 5
+
+
+def _repeats_two_pairs(word: str) -> bool:
+    pairs = [word[i:i + 2] for i in range(len(word) - 1)]
+    return sum(1 for p in set(pairs) if pairs.count(p) >= 2) >= 2
+
 
 # Characters from blocks that ordinary text in any language rarely uses
 # (private use, runic, Glagolitic, Vai, Braille, supplementary planes below the
@@ -63,29 +87,14 @@ RARE_RUN_RE = re.compile(
     "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]\\S*){2,}"
 )
 
-_KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-_KEY_POS = {c: (r, i) for r, row in enumerate(_KEYBOARD_ROWS) for i, c in enumerate(row)}
-
-
-def _keyboard_adjacent_share(word: str) -> float:
-    pairs = list(zip(word, word[1:]))
-    if not pairs:
-        return 0.0
-    adj = 0
-    for a, b in pairs:
-        pa, pb = _KEY_POS.get(a), _KEY_POS.get(b)
-        if pa and pb and abs(pa[0] - pb[0]) <= 1 and abs(pa[1] - pb[1]) <= 1:
-            adj += 1
-    return adj / len(pairs)
-
-
-def _is_mash(word: str) -> bool:
-    """A lower-case letter run that no language in scope writes."""
-    collapsed = _DIGRAPHS_RE.sub("C", word)
-    run = max((len(r) for r in re.findall(r"[bcdfghjklmnpqrstvwxzC]+", collapsed)), default=0)
-    if run >= 5:
-        return True
-    return len(word) >= 6 and _keyboard_adjacent_share(word) >= 0.6
+# Random printable ASCII: symbols inside words. Counted per 256-character window;
+# a window is junk when symbols sit inside its words (>= 10% of its characters) and
+# its character entropy (the seed's signal, measured locally) is >= 5.3 bits:
+# English windows measure 4.0-4.6, code and identifiers up to 5.3, noise 5.6+.
+INNER_SYMBOL_RE = re.compile(r"(?<=\S)[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?=\S)")
+WINDOW = 256
+WINDOW_MIN_INNER = 0.10
+WINDOW_MIN_ENTROPY = 5.3
 
 
 def _class_switch_rate(tok: str) -> float:
@@ -102,8 +111,12 @@ def _class_switch_rate(tok: str) -> float:
     return switches / max(1, len(tok) - 1)
 
 
-def _is_base64_noise(tok: str) -> bool:
-    core = tok.strip("=")
+def _is_base64_noise(text: str, start: int, end: int) -> bool:
+    """A long base64-alphabet run with case chaos, not part of a URL or path."""
+    tok_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
+    if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "/~." or text.count("/", start, end) >= 3:
+        return False
+    core = text[start:end].strip("=")
     if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):
         return False
     return _class_switch_rate(core) >= 0.3
@@ -118,14 +131,61 @@ def _spans(text: str, settings) -> dict:
             spans["replacement_chars"] = [m.span() for m in REPLACEMENT_RE.finditer(text)]
         spans["tokenizer_pieces"] = [m.span() for m in TOKENIZER_RE.finditer(text)]
         spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
+        if re.search("[\u0100-\u0143]", text):
+            bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
+            if len(bpe) >= 3:
+                spans["tokenizer_pieces"] += bpe
         spans["random_unicode"] = [m.span() for m in RARE_RUN_RE.finditer(text)]
     spans["control_chars"] = [m.span() for m in CONTROL_RE.finditer(text)]
     spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)]
-    spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(m.group())]
+    spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
     spans["random_symbols"] = [m.span() for m in RANDOM_CANDIDATE_RE.finditer(text)
-                               if _class_switch_rate(m.group()) >= 0.45 and "://" not in m.group()]
-    spans["keyboard_mash"] = [m.span() for m in CONSONANT_CANDIDATE_RE.finditer(text) if _is_mash(m.group())]
+                               if _class_switch_rate(m.group()) >= 0.45 and "://" not in m.group()
+                               and not _balanced_brackets(m.group())] + _random_windows(text)
+    spans["keyboard_mash"] = ([m.span() for m in CONSONANT_CANDIDATE_RE.finditer(text) if _is_mash(m.group())]
+                              + [m.span() for m in VOWELLESS_RE.finditer(text) if m.group() not in _TECH_WORDS]
+                              + [m.span() for m in REPEATED_PAIR_RE.finditer(text) if _repeats_two_pairs(m.group())])
+    if not _LETTER_RE.search(text) and len(_DIGITS_RE.findall(text)) >= 4:
+        spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
     return {k: v for k, v in spans.items() if v}
+
+
+_LETTER_RE = re.compile(r"[^\W\d_]")
+_DIGITS_RE = re.compile(r"\d+")
+
+
+def _balanced_brackets(tok: str) -> bool:
+    """Regexes, calls and templates pair their brackets; noise rarely does."""
+    depth = {"(": 0, "[": 0, "{": 0}
+    close = {")": "(", "]": "[", "}": "{"}
+    pairs = 0
+    for c in tok:
+        if c in depth:
+            depth[c] += 1
+        elif c in close:
+            if depth[close[c]] == 0:
+                return False
+            depth[close[c]] -= 1
+            pairs += 1
+    return pairs > 0 and not any(depth.values())
+
+
+def _random_windows(text: str) -> list:
+    """Windows of random printable characters (see WINDOW_* above). Windows are
+    WINDOW long and overlap by half, so a noise tail is seen whatever its offset."""
+    half = WINDOW // 2
+    hits = Counter(m.start() // half for m in INNER_SYMBOL_RE.finditer(text))
+    out = []
+    for b in sorted(hits):
+        n = hits[b] + hits.get(b + 1, 0)
+        if n < 6:
+            continue
+        start = b * half
+        chunk = text[start:start + WINDOW]
+        visible = len(chunk) - chunk.count(" ") - chunk.count("\n")
+        if visible >= 48 and n >= visible * WINDOW_MIN_INNER and shannon_entropy(chunk) >= WINDOW_MIN_ENTROPY:
+            out.append((start, start + len(chunk)))
+    return out
 
 
 def _merge(spans: list, gap: int = 3) -> list:
@@ -178,7 +238,8 @@ def detect(content: str, settings, entropy: float) -> list:
     kinds = sorted(spans, key=lambda k: -sum(e - s for s, e in spans[k]))
     figures = {"junk_share": round(share, 3), "junk_chars": junk, "longest_junk_run": longest,
                "patterns": kinds, "entropy": entropy}
-    if junk >= settings.garbled_warn_chars and (share >= settings.garbled_min_share or longest >= settings.garbled_min_run_chars):
+    enough = junk >= settings.garbled_warn_chars or (junk >= 8 and share >= 0.5)
+    if enough and (share >= settings.garbled_min_share or longest >= settings.garbled_min_run_chars):
         where = "a garbage tail" if merged[-1][1] >= len(text.rstrip()) - 3 and merged[0][0] > len(text) * 0.2 else "noise"
         findings.append(Finding("garbled", f"{share:.0%} of the text is {where} ({', '.join(k.replace('_', ' ') for k in kinds[:3])}; "
                                 f"longest run {longest} chars): not language; re-run compaction, check the model and decoding",

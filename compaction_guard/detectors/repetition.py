@@ -26,10 +26,13 @@ _ALNUM_RE = re.compile(r"[^\W_]")
 # Lines that legitimately repeat: log lines, table rows, code.
 _LOG_LINE_RE = re.compile(
     r"^\s*(?:[-*>]\s*)?(?:\d{4}-\d\d-\d\d|\d\d:\d\d|\[[^\]]{1,40}\]|"
-    r"(?:error|err!?|warn(?:ing)?|info|debug|trace|fatal|npm err!|e\d{3,}|attempt|retry|retrying|try)\b|"
+    r"(?:(?:error|err|warn(?:ing)?|info|debug|trace|fatal|attempt|retry|retrying|try|e\d{3,})\b|npm err!|"
+    r"(?:tool|user|assistant|system|human|ai)\s*:)|"
     r"[\w.-]+\.(?:py|js|ts|go|rs|java|c|h|sh):\d+)",
     re.I,
 )
+# Words only logs write: upper-case levels, errno names, HTTP statuses, tracebacks.
+_LOG_WORDS_RE = re.compile(r"\b(?:ERR!?|ERROR|WARN(?:ING)?|FATAL|DEBUG|Traceback|E[A-Z]{4,}|[45]\d\d [A-Z][a-z]+)\b")
 _TABLE_LINE_RE = re.compile(r"^\s*\|")
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 
@@ -45,13 +48,36 @@ def _tandem_runs(units: list, p: int, min_repeats: int):
         yield m.start(), (length + p) // p
 
 
+def _candidate_periods(words: list, settings) -> list:
+    """Periods worth testing: 1..max_period_words, plus every distance between a
+    word and its previous occurrence that recurs often enough to be a loop."""
+    periods = list(range(1, settings.max_period_words + 1))
+    if len(words) < 3 * (settings.max_period_words + 1):
+        return periods
+    last = {}
+    dist = Counter()
+    for i, w in enumerate(words):
+        j = last.get(w)
+        if j is not None and settings.max_period_words < i - j <= settings.max_loop_words:
+            dist[i - j] += 1
+        last[w] = i
+    # a p-word unit repeated k >= 3 times gives at least 2 distances of p per word
+    periods += sorted(d for d, n in dist.items() if n >= 2 * min(d, 8))
+    return periods
+
+
 def _unit_size(text: str) -> int:
-    """Characters, a CJK character counting two (it carries more)."""
-    return len(text) + (len(_CJK_RE.findall(text)) if not text.isascii() else 0)
+    """Characters, a CJK character counting four: as many tokens as four ASCII
+    characters (tokens.estimate_tokens), so the seed's 20 characters ~ 5 CJK."""
+    return len(text) + (3 * len(_CJK_RE.findall(text)) if not text.isascii() else 0)
 
 
 def _prose_like(line: str) -> bool:
-    return not _LOG_LINE_RE.match(line) and not _TABLE_LINE_RE.match(line) and len(_ALNUM_RE.findall(line)) >= 8
+    """Prose, or a table row: a whole row repeated is a loop, repeated cells are not."""
+    if _LOG_LINE_RE.match(line):
+        return False
+    n = len(_ALNUM_RE.findall(line))
+    return n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8
 
 
 def _lines(content: str):
@@ -103,35 +129,28 @@ def detect(content: str, settings) -> list:
         if found:
             return _best(found)
 
-    # 2. Sentences inside paragraphs (a loop that never breaks the line).
-    prose = "\n".join(x for x, s in zip(lines, structured) if not s)
-    sentences = [normalize_ws(s) for s in _SENTENCE_SPLIT_RE.split(prose) if s.strip()]
-    for p in range(1, settings.max_period_sentences + 1):
-        for start, k in _tandem_runs(sentences, p, k_prose):
-            block = sentences[start:start + p]
-            size = sum(_unit_size(x) for x in block)
-            if size >= minlen:
-                found.append(Finding("repetition", f"a sentence repeated {k} times back to back ({block[0][:50]!r}): "
-                                     "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
-                                     figures={"grain": "sentences", "period": p, "repeats": k, "unit_chars": size}))
-                return _best(found)
-
-    # 3. Words and CJK characters (word loops, "User: User: ...", 的的的的).
-    text_words = "\n".join(x for x in lines if not _TABLE_LINE_RE.match(x))
-    words = _WORD_RE.findall(text_words)
-    for p in range(1, settings.max_period_words + 1):
-        for start, k in _tandem_runs(words, p, settings.word_loop_repeats):
+    # 2. Words and CJK characters in prose lines: a sentence, phrase or word looping
+    # inside a paragraph ("User: User: ...", 的的的的, a sentence with no full stop).
+    prose = [x for x, st in zip(lines, structured) if not st and not _TABLE_LINE_RE.match(x)]
+    words = _WORD_RE.findall("\n".join(prose))
+    for p in _candidate_periods(words, settings):
+        for start, k in _tandem_runs(words, p, k_prose):
             block = words[start:start + p]
             if not any(_ALNUM_RE.search(w) for w in block):
                 continue
-            span = sum(_unit_size(w) + 1 for w in block) * k
-            if span >= settings.word_loop_min_chars:
-                phrase = " ".join(block)
-                found.append(Finding("repetition", f"{phrase[:40]!r} repeated {k} times back to back: a degenerate "
-                                     "word loop; retry at a lower temperature",
-                                     figures={"grain": "words", "period": p, "repeats": k, "unit_chars": span // k}))
+            size = sum(_unit_size(w) for w in block) + p - 1
+            phrase = " ".join(block)
+            long_unit = size >= minlen
+            # a log line run into a paragraph repeats like a retry log, not a loop
+            need = k_struct if _LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase) else k_prose
+            if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
+                what = "a phrase" if long_unit else "a word"
+                found.append(Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "
+                                     "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
+                                     figures={"grain": "words", "period": p, "repeats": k, "unit_chars": size}))
                 return _best(found)
 
+    sentences = [normalize_ws(x) for x in _SENTENCE_SPLIT_RE.split("\n".join(prose)) if x.strip()]
     # Incidental: one long sentence several times, not back to back.
     long_sentences = [s for s in sentences if len(s) >= 60]
     if long_sentences:
