@@ -158,6 +158,8 @@ REFUSAL_START_RE = re.compile(
 # A refusal is the whole summary only when it is short.
 MAX_REFUSAL_CHARS = 600
 
+# Replacement and control characters: short noise, for the garbled detector.
+_BYTE_NOISE_RE = re.compile(r"[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _INFORMATIVE_RE = re.compile(r"[^\W_]", re.U)
 _CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
 
@@ -195,7 +197,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
                                 figures={"reasoning_chars": reasoning.reasoning_chars}))
     stripped = text.strip()
     n = informative_chars(stripped)
-    if n < settings.min_summary_chars:
+    if n < settings.min_summary_chars and not (len(stripped) >= settings.min_summary_chars and _BYTE_NOISE_RE.search(stripped)):
         what = "blank" if not stripped else f"only {n} informative characters ({stripped[:40]!r})"
         findings.append(Finding("empty", f"summary is {what}; the compactor stored no summary, re-run compaction",
                                 figures={"informative_chars": n}))

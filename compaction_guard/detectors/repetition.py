@@ -74,7 +74,7 @@ def _unit_size(text: str) -> int:
 
 def _prose_like(line: str) -> bool:
     """Prose, or a table row: a whole row repeated is a loop, repeated cells are not."""
-    if _LOG_LINE_RE.match(line):
+    if _LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line):
         return False
     n = len(_ALNUM_RE.findall(line))
     return n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8
@@ -116,9 +116,8 @@ def detect(content: str, settings) -> list:
             block = lines[start:start + p]
             size = sum(_unit_size(x) for x in block)
             is_struct = all(structured[start:start + p])
-            has_words = any(_ALNUM_RE.search(x) for x in block)
-            if not has_words:
-                continue
+            if not any(_ALNUM_RE.search(x) for x in block) and (k < k_struct or size * k < settings.word_loop_min_chars):
+                continue  # rules and separators repeat; only a long run of them is a loop
             if k >= k_struct or (k >= k_prose and not is_struct and size >= minlen):
                 unit = "line" if p == 1 else f"block of {p} lines"
                 found.append(Finding("repetition", f"a {unit} repeated {k} times back to back ({block[0][:50]!r}): "
@@ -129,10 +128,11 @@ def detect(content: str, settings) -> list:
         if found:
             return _best(found)
 
-    # 2. Words and CJK characters in prose lines: a sentence, phrase or word looping
-    # inside a paragraph ("User: User: ...", 的的的的, a sentence with no full stop).
+    # 2. Words and CJK characters: a sentence, phrase or word looping inside a
+    # paragraph ("User: User: ...", 的的的的, a sentence with no full stop). A unit
+    # that reads as a log line needs as many repeats as a repeated log line.
     prose = [x for x, st in zip(lines, structured) if not st and not _TABLE_LINE_RE.match(x)]
-    words = _WORD_RE.findall("\n".join(prose))
+    words = _WORD_RE.findall("\n".join(x for x in lines if not _TABLE_LINE_RE.match(x)))
     for p in _candidate_periods(words, settings):
         for start, k in _tandem_runs(words, p, k_prose):
             block = words[start:start + p]
@@ -142,7 +142,7 @@ def detect(content: str, settings) -> list:
             phrase = " ".join(block)
             long_unit = size >= minlen
             # a log line run into a paragraph repeats like a retry log, not a loop
-            need = k_struct if _LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase) else k_prose
+            need = k_struct if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else k_prose
             if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
                 what = "a phrase" if long_unit else "a word"
                 found.append(Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "

@@ -227,6 +227,17 @@ def reasoning_text(base: str, rng) -> str:
             "Let me make sure the summary is concise and in the same language as the conversation.")
 
 
+_LOGLIKE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\d\d:\d\d|attempt|npm ERR|ERROR|\|)|ERR!|ERROR|ECONN|\d{3} [A-Z]", re.M)
+
+
+def loop_k(unit: str) -> tuple:
+    """How often a looping model repeats `unit`. A prose loop is a failure from
+    the third time (the seed's rule); log lines and table rows repeat a few times in
+    good summaries (retries), so their loops are made the way models make them:
+    on and on until max_tokens."""
+    return (12, 60) if _LOGLIKE_RE.search(unit) else (3, 40)
+
+
 def build(seed: int = 20261130) -> list:
     rng = random.Random(seed)
     goods = load_good()
@@ -256,7 +267,10 @@ def build(seed: int = 20261130) -> list:
             input_text=transcript_for(combo, rng, 2), lang=lang)
         add(id=f"good/{gid}+think", label="good", form="good", mechanism="closed-reasoning-then-summary",
             content="<think>\n" + reasoning_text(c, rng) + "\n</think>\n\n" + c, lang=lang)
-        if g["style"] not in ("code-block", "json-summary", "yaml-summary", "table-repeated-cells") and lang not in ("zh", "ja"):
+        # re-wrapping keeps prose good; it would turn code, tables and logs (one line per
+        # attempt) into something they are not
+        if g["style"] not in ("code-block", "json-summary", "yaml-summary", "table-repeated-cells", "retry-log") \
+                and lang not in ("zh", "ja"):
             add(id=f"good/{gid}+rewrap", label="good", form="good", mechanism="re-wrapped",
                 content=textwrap.fill(" ".join(c.split()), rng.randint(60, 110)), lang=lang)
         half = "\n".join(c.splitlines()[: max(1, len(c.splitlines()) // 2)])
@@ -370,11 +384,11 @@ def build(seed: int = 20261130) -> list:
     # ---------------------------------------------------------------- repetition
     for i, g in enumerate(goods):
         c = g["content"]
-        ss = [s for s in sentences(c) if len(s) >= 20]
+        ss = [s for s in sentences(c) if len(s) >= 20 and len(re.findall(r"[^\W_]", s)) >= 3]
         if not ss:
             continue
         s = rng.choice(ss)
-        k = rng.randint(3, 40)
+        k = rng.randint(*loop_k(s))
         sep = rng.choice([" ", "\n", " ", "\n\n"])
         form = "seed" if g["lang"] in ("en", "de", "fr", "es", "ru") else "real"
         add(id=f"repetition/sentence-loop-{g['id']}", label="repetition", form=form, mechanism="sentence-loop",
@@ -384,7 +398,7 @@ def build(seed: int = 20261130) -> list:
             j = rng.randrange(len(lines) - 2)
             block = "\n".join(lines[j:j + rng.randint(2, 3)])
             add(id=f"repetition/block-loop-{g['id']}", label="repetition", form="real", mechanism="list-block-loop",
-                content="\n".join(lines[:j]) + "\n" + "\n".join([block] * rng.randint(3, 15)),
+                content="\n".join(lines[:j]) + "\n" + "\n".join([block] * rng.randint(*loop_k(block))),
                 input_text=transcript_for(c, rng, 10), also=("inflation",), lang=g["lang"])
         if i % 3 == 0:
             add(id=f"repetition/paragraph-loop-{g['id']}", label="repetition", form="real", mechanism="paragraph-loop",
@@ -403,7 +417,7 @@ def build(seed: int = 20261130) -> list:
             content=g["content"] + " " + " ".join([w] * rng.randint(15, 200)), input_text=transcript_for(g["content"], rng, 10),
             also=("inflation",), lang=g["lang"])
     for i, g in enumerate([g for g in goods if g["lang"] in ("zh", "ja", "ko")]):
-        ss = sentences(g["content"])
+        ss = [s for s in sentences(g["content"]) if len(re.findall(r"[^\W_]", s)) >= 3]
         s = rng.choice(ss)
         add(id=f"repetition/cjk-loop-{g['id']}", label="repetition", form="real", mechanism="cjk-sentence-loop",
             content=g["content"] + "".join([s] * rng.randint(3, 30)), input_text=transcript_for(g["content"], rng, 20),
