@@ -89,12 +89,14 @@ RARE_RUN_RE = re.compile(
 
 # Random printable ASCII: symbols inside words. Counted per 256-character window;
 # a window is junk when symbols sit inside its words (>= 10% of its characters) and
-# its character entropy (the seed's signal, measured locally) is >= 5.3 bits:
+# its character entropy (the seed's signal, measured locally) is >= 5.45 bits:
 # English windows measure 4.0-4.6, code and identifiers up to 5.3, noise 5.6+.
+# Inline `code` is left out first: quoted commands and regexes are not noise.
 INNER_SYMBOL_RE = re.compile(r"(?<=\S)[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?=\S)")
 WINDOW = 256
 WINDOW_MIN_INNER = 0.10
-WINDOW_MIN_ENTROPY = 5.3
+WINDOW_MIN_ENTROPY = 5.45
+_INLINE_CODE_RE = re.compile(r"`[^`\n]{1,200}`")
 
 
 def _class_switch_rate(tok: str) -> float:
@@ -181,10 +183,11 @@ def _random_windows(text: str) -> list:
         if n < 6:
             continue
         start = b * half
-        chunk = text[start:start + WINDOW]
+        raw = text[start:start + WINDOW]
+        chunk = _INLINE_CODE_RE.sub(" ", raw)   # quoted commands and regexes are not noise
         visible = len(chunk) - chunk.count(" ") - chunk.count("\n")
         if visible >= 48 and n >= visible * WINDOW_MIN_INNER and shannon_entropy(chunk) >= WINDOW_MIN_ENTROPY:
-            out.append((start, start + len(chunk)))
+            out.append((start, start + len(raw)))
     return out
 
 

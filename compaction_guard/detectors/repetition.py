@@ -85,10 +85,12 @@ def _lines(content: str):
     out, structured = [], []
     in_code = False
     for raw in content.splitlines():
+        line = normalize_ws(raw)
         if _FENCE_RE.match(raw):
             in_code = not in_code
+            out.append(line)          # a looping fence is still a loop
+            structured.append(True)
             continue
-        line = normalize_ws(raw)
         if not line:
             continue
         out.append(line)
@@ -98,6 +100,26 @@ def _lines(content: str):
 
 def _best(findings: list) -> list:
     return findings[:1]
+
+
+def _word_loop(words: list, need_long: int, settings):
+    """A Finding for the first back-to-back loop of words, or None."""
+    minlen = settings.repetition_min_length
+    for p in _candidate_periods(words, settings):
+        for start, k in _tandem_runs(words, p, min(need_long, settings.word_loop_repeats)):
+            block = words[start:start + p]
+            if not any(_ALNUM_RE.search(w) for w in block):
+                continue
+            size = sum(_unit_size(w) for w in block) + p - 1
+            phrase = " ".join(block)
+            long_unit = size >= minlen
+            need = settings.structured_loop_repeats if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else need_long
+            if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
+                what = "a phrase" if long_unit else "a word"
+                return Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "
+                               "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
+                               figures={"grain": "words", "period": p, "repeats": k, "unit_chars": size})
+    return None
 
 
 def detect(content: str, settings) -> list:
@@ -132,23 +154,13 @@ def detect(content: str, settings) -> list:
     # paragraph ("User: User: ...", 的的的的, a sentence with no full stop). A unit
     # that reads as a log line needs as many repeats as a repeated log line.
     prose = [x for x, st in zip(lines, structured) if not st and not _TABLE_LINE_RE.match(x)]
-    words = _WORD_RE.findall("\n".join(x for x in lines if not _TABLE_LINE_RE.match(x)))
-    for p in _candidate_periods(words, settings):
-        for start, k in _tandem_runs(words, p, k_prose):
-            block = words[start:start + p]
-            if not any(_ALNUM_RE.search(w) for w in block):
-                continue
-            size = sum(_unit_size(w) for w in block) + p - 1
-            phrase = " ".join(block)
-            long_unit = size >= minlen
-            # a log line run into a paragraph repeats like a retry log, not a loop
-            need = k_struct if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else k_prose
-            if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
-                what = "a phrase" if long_unit else "a word"
-                found.append(Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "
-                                     "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
-                                     figures={"grain": "words", "period": p, "repeats": k, "unit_chars": size}))
-                return _best(found)
+    # prose lines run together; a long log or code line is searched on its own
+    streams = [(_WORD_RE.findall("\n".join(prose)), k_prose)]
+    streams += [(_WORD_RE.findall(x), k_struct) for x, st in zip(lines, structured) if st and len(x) > 200]
+    for words, need in streams:
+        hit = _word_loop(words, need, settings)
+        if hit:
+            return [hit]
 
     sentences = [normalize_ws(x) for x in _SENTENCE_SPLIT_RE.split("\n".join(prose)) if x.strip()]
     # Incidental: one long sentence several times, not back to back.

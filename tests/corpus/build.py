@@ -40,8 +40,8 @@ class Sample:
     lang: str = "en"
 
 
-def load_good() -> list:
-    with open(HERE / "good.yaml", encoding="utf-8") as fh:
+def load_good(name: str = "good.yaml") -> list:
+    with open(HERE / name, encoding="utf-8") as fh:
         items = yaml.safe_load(fh)
     for it in items:
         it["content"] = it["content"].rstrip("\n")
@@ -238,9 +238,10 @@ def loop_k(unit: str) -> tuple:
     return (12, 60) if _LOGLIKE_RE.search(unit) else (3, 40)
 
 
-def build(seed: int = 20261130) -> list:
+def build(seed: int = 20261130, base: str = "good.yaml") -> list:
+    """The corpus made from `base` (good.yaml: development; holdout.yaml: held out)."""
     rng = random.Random(seed)
-    goods = load_good()
+    goods = load_good(base)
     by_lang = {}
     for g in goods:
         by_lang.setdefault(g["lang"], []).append(g)
@@ -283,6 +284,22 @@ def build(seed: int = 20261130) -> list:
         body = "\n\n".join(p["content"] for p in parts)
         add(id=f"good/condensed-{i}", label="good", form="good", mechanism="condensed", content=body,
             input_text=body + "\n\n" + transcript_for(body, rng, 1), lang=lang)
+
+    # the embedded summarizer's own L1/L2 outputs are summaries too
+    try:
+        from compaction_guard.chain import level_requests
+        from compaction_guard.settings import DEFAULT
+        from compaction_guard.summarizers import ExtractiveSummarizer
+        from compaction_guard.tokens import estimate_tokens
+        ext = ExtractiveSummarizer()
+        for i in range(0, len(goods), 2):
+            parts = rng.sample(goods, min(len(goods), 4))
+            src = "\n\n".join(transcript_for(p["content"], rng, 2) for p in parts)
+            for req in level_requests(estimate_tokens(src), DEFAULT):
+                add(id=f"good/extractive-l{req.level}-{i}", label="good", form="good", mechanism=f"extractive-{req.strategy}",
+                    content=ext.summarize(src, req), input_text=src, lang="mixed")
+    except ImportError:
+        pass
 
     # ---------------------------------------------------------------- empty
     for i, t in enumerate(TINY):
@@ -364,10 +381,12 @@ def build(seed: int = 20261130) -> list:
             content=fffd_soup(g["content"], rng), input_text=transcript_for(g["content"], rng, 6), lang=g["lang"])
     for i, g in enumerate(goods[1::3]):
         add(id=f"garbled/tokenizer-{g['id']}", label="garbled", form="real", mechanism="tokenizer-soup",
-            content=tokenizer_soup(g["content"], rng), input_text=transcript_for(g["content"], rng, 12), lang=g["lang"])
+            content=tokenizer_soup(g["content"], rng), input_text=transcript_for(g["content"], rng, 12), lang=g["lang"],
+            also=("repetition",))  # a text's repeated lines stay repeated once tokenized
     for i, g in enumerate(goods[2::3]):
         add(id=f"garbled/token-ids-{g['id']}", label="garbled", form="real", mechanism="token-ids",
-            content=token_ids(g["content"], rng), input_text=transcript_for(g["content"], rng, 8), lang=g["lang"])
+            content=token_ids(g["content"], rng), input_text=transcript_for(g["content"], rng, 8), lang=g["lang"],
+            also=("repetition",))
     for i in range(12):
         add(id=f"garbled/mash-{i}", label="garbled", form="real", mechanism="keyboard-mash",
             content=keyboard_mash(rng, rng.randint(80, 600)), input_text=big_input)

@@ -115,13 +115,20 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", action="store_true", help="also evaluate the seed's literal rules")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
-    samples = build()
+    samples = build() + build(seed=7, base="holdout.yaml")
+    dev = [s for s in samples if not s.id.split("/")[-1].startswith("ho-")]
+    held = [s for s in samples if s.id.split("/")[-1].startswith("ho-")]
     res = evaluate(samples, guard_verdict)
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "misses"}, indent=2))
     else:
-        print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures)\n")
-        print(table(res, "compaction-resilience-guard (default settings)"))
+        print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures); "
+              f"{len(held)} of them from the held-out base texts\n")
+        print(table(res, "compaction-resilience-guard (default settings), whole corpus"))
+        print()
+        print(table(evaluate(dev, guard_verdict), "development part (good.yaml)"))
+        print()
+        print(table(evaluate(held, guard_verdict), "held-out part (holdout.yaml, never tuned on)"))
     if args.seed:
         print()
         print(table(evaluate(samples, seed_verdict), "the seed's literal rules"))

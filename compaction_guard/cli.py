@@ -1,0 +1,88 @@
+"""Command line: `python3 guard.py` / `compaction-guard`. Each command is a few
+lines over compaction_guard.operations; output goes through compaction_guard.render.
+
+Exit status: 0 fine (a check found no failure), 1 a check found failures,
+2 could not run (one line on stderr saying which file and what to do).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import operations, render
+from .errors import GuardError
+from .settings import DEFAULT
+from .stores import openclaw_home, read_text
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        self.exit(2, f"compaction-guard: {message}; see --help\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="compaction-guard", description="Checks compaction summaries and runs the 3-level compaction chain.")
+    act = p.add_mutually_exclusive_group()
+    act.add_argument("--check", action="store_true", help="validate the compaction outputs it can find (or --file)")
+    act.add_argument("--simulate", metavar="TEXT", help="run the 3-level chain on TEXT ('-' reads stdin)")
+    act.add_argument("--report", action="store_true", help="failure and escalation history")
+    act.add_argument("--status", action="store_true", help="last check summary (the default)")
+    p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
+    p.add_argument("--input", metavar="FILE", help="with --check --file TEXT: the source text the summary replaced")
+    p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file TEXT: the source's size in tokens")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="text for people, json for machines")
+    p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
+    return p
+
+
+def _out(args, doc: dict, text: str) -> None:
+    sys.stdout.write(render.to_json(doc) + "\n" if args.format == "json" else text)
+
+
+def run(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    home = Path(args.home).expanduser() if args.home else openclaw_home()
+    settings = DEFAULT
+    if (args.file or args.input or args.input_tokens is not None) and not args.check:
+        raise GuardError("--file, --input and --input-tokens go with --check; add --check")
+    if args.input_tokens is not None and args.input_tokens < 0:
+        raise GuardError("--input-tokens must be 0 or more")
+    if args.check:
+        input_text = read_text(Path(args.input), "input file")[0] if args.input else None
+        rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens)
+        _out(args, rep.to_dict(), render.check_text(rep))
+        return 1 if rep.failures_found else 0
+    if args.simulate is not None:
+        text = sys.stdin.read() if args.simulate == "-" else args.simulate
+        result = operations.simulate(text, home, settings=settings)
+        _out(args, result.to_dict(), render.simulate_text(result))
+        return 0
+    if args.report:
+        rep = operations.report(home, settings)
+        _out(args, rep, render.report_text(rep))
+        return 0
+    st = operations.status(home, settings)
+    _out(args, st, render.status_text(st))
+    return 0
+
+
+def main(argv=None) -> int:
+    try:
+        return run(argv)
+    except GuardError as exc:
+        print(f"compaction-guard: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("compaction-guard: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # never a traceback: one line, and how to report it
+        print(f"compaction-guard: internal error ({type(exc).__name__}: {exc}); please report it with the command "
+              "you ran", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The guard's own state: what it checked, what failed, which chain levels ran.
+
+`$OPENCLAW_HOME/skill-state/compaction-resilience-guard/state.yaml` with the seed's
+fields (last_check_at, level_usage, failures, check_history) plus chain_history.
+Every update is a read-modify-write under an exclusive flock on a sibling lock
+file, written to a temp file, fsynced and renamed over the old one: concurrent
+runs lose no update and a reader never sees half a file. A state file that does
+not parse is moved aside (state.yaml.corrupt-<time>) with a warning, never
+overwritten. Failure records hold ids and figures, never summary text.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from .errors import GuardError
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+LEVEL_KEYS = ("l1_normal", "l2_aggressive", "l3_deterministic")
+
+
+def state_path(home: Path) -> Path:
+    return home / "skill-state" / "compaction-resilience-guard" / "state.yaml"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def empty_state() -> dict:
+    return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
+            "check_history": [], "chain_history": []}
+
+
+def _normalize(data: dict) -> dict:
+    state = empty_state()
+    state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
+    usage = state.get("level_usage") if isinstance(state.get("level_usage"), dict) else {}
+    state["level_usage"] = {k: int(usage.get(k) or 0) for k in LEVEL_KEYS}
+    for k in ("failures", "check_history", "chain_history"):
+        if not isinstance(state.get(k), list):
+            state[k] = []
+    return state
+
+
+class StateStore:
+    """Reads and atomically updates one state file."""
+
+    def __init__(self, path: Path, settings, warn=None):
+        self.path = Path(path)
+        self.settings = settings
+        self.warn = warn or (lambda msg: print(msg, file=sys.stderr))
+
+    # ------------------------------------------------------------------ reading
+    def read(self) -> dict:
+        """The current state (an empty one if there is none). Moves a corrupt file aside."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return empty_state()
+        except IsADirectoryError:
+            raise GuardError(f"{self.path}: is a directory, expected the guard's state file; move it away") from None
+        except PermissionError:
+            raise GuardError(f"{self.path}: permission denied; run as the user who owns the OpenClaw home") from None
+        try:
+            data = yaml.load(raw.decode("utf-8"), Loader=_LOADER) if raw.strip() else {}
+            if not isinstance(data, dict):
+                raise ValueError("not a mapping")
+            return _normalize(data)
+        except (ValueError, UnicodeDecodeError, yaml.YAMLError):
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
+            try:
+                os.replace(self.path, aside)
+            except OSError as exc:
+                raise GuardError(f"{self.path}: corrupt and cannot be moved aside ({exc.strerror}); move it by hand") from None
+            self.warn(f"warning: {self.path} was corrupt; moved it to {aside.name} and started a new state")
+            return empty_state()
+
+    # ------------------------------------------------------------------ writing
+    @contextlib.contextmanager
+    def update(self):
+        """`with store.update() as state:` modify `state`; it is written atomically on exit."""
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise GuardError(f"{directory}: cannot create the state directory ({exc.strerror}); "
+                             "check OPENCLAW_HOME and its permissions") from None
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise GuardError(f"{lock_path}: cannot open the state lock ({exc.strerror}); "
+                             "check the state directory's permissions") from None
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            state = self.read()
+            yield state
+            self._trim(state)
+            self._write(state)
+        finally:
+            os.close(lock_fd)
+
+    def _trim(self, state: dict) -> None:
+        s = self.settings
+        state["failures"] = state["failures"][-s.max_failures_kept:]
+        state["check_history"] = state["check_history"][:s.max_check_history]
+        state["chain_history"] = state["chain_history"][:s.max_chain_history]
+
+    def _write(self, state: dict) -> None:
+        text = yaml.dump(state, Dumper=_DUMPER, allow_unicode=True, sort_keys=False, default_flow_style=False)
+        directory = self.path.parent
+        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise GuardError(f"{self.path}: cannot write the state ({exc.strerror}); free disk space or fix the "
+                             "directory's permissions (the previous state is intact)") from None
+        with contextlib.suppress(OSError):
+            dfd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+
+# ---------------------------------------------------------------------- recording
+def record_check(state: dict, report, settings) -> int:
+    """Add a check's outcome to `state`. Returns how many failures were new."""
+    now = report.checked_at
+    known = {(f.get("source"), f.get("summary_id"), f.get("failure_type")) for f in state["failures"]}
+    new = 0
+    for r in report.results:
+        for kind in r.failures:
+            key = (r.source, r.id, kind)
+            if key in known:
+                continue
+            known.add(key)
+            new += 1
+            level = 3 if kind == "truncation_marker" else 1
+            if kind == "truncation_marker":
+                # a stored fallback summary is L3 usage, counted once per summary
+                state["level_usage"]["l3_deterministic"] += 1
+            state["failures"].append({
+                "summary_id": r.id, "failure_type": kind, "level_used": level,
+                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+                "detected_at": now, "source": r.source,
+            })
+    state["last_check_at"] = now
+    by_kind = {}
+    for r in report.results:
+        for kind in r.failures:
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+    state["check_history"].insert(0, {
+        "checked_at": now, "summaries_checked": len(report.results), "failures_found": report.failures_found,
+        "escalations": report.escalations, "status": report.status, "failures_by_kind": by_kind,
+        "sources": [s.get("name") for s in report.sources], "new_failures": new,
+    })
+    return new
+
+
+def record_chain(state: dict, result) -> None:
+    """Count one chain run in level_usage and keep its figures."""
+    state["level_usage"][result.level_key] += 1
+    state["chain_history"].insert(0, {
+        "at": now_iso(), "level_used": result.level_used, "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens, "summarizer": result.summarizer,
+        "attempts": [{"level": a.level, "valid": a.valid, "failures": a.failures} for a in result.attempts],
+    })
+    for a in result.attempts:
+        for kind in a.failures:
+            state["failures"].append({
+                "summary_id": f"chain@{state['chain_history'][0]['at']}", "failure_type": kind, "level_used": a.level,
+                "input_tokens": result.input_tokens, "output_tokens": a.output_tokens,
+                "detected_at": state["chain_history"][0]["at"], "source": "chain",
+            })

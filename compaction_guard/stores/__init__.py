@@ -1,0 +1,130 @@
+"""Stores: where summaries live. Each yields SummaryRecords; nothing here writes.
+
+- records_file: plain text / Markdown, JSON, YAML, JSONL summaries files
+- dag_state:    memory-dag-compactor's state.yaml (+ MEMORY.md for leaf inputs)
+
+To add a store: a module with a function returning SummaryRecords, a branch in
+`load_file` (sniffed from content, not only the name) and, if it lives under the
+OpenClaw home, an entry in `discover`.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..errors import GuardError
+from . import dag_state, records_file
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
+MAX_FILE_BYTES = 1 << 30
+
+
+def openclaw_home(env=None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("OPENCLAW_HOME") or Path.home() / ".openclaw").expanduser()
+
+
+def dag_state_path(home: Path) -> Path:
+    return home / "skill-state" / "memory-dag-compactor" / "state.yaml"
+
+
+def memory_path(home: Path) -> Path:
+    return home / "workspace" / "MEMORY.md"
+
+
+def read_text(path: Path, what: str = "file") -> tuple:
+    """(text, note) of a user's file, read-only; note says if bytes were not UTF-8."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise GuardError(f"{path}: no such {what}; check the path") from None
+    except PermissionError:
+        raise GuardError(f"{path}: permission denied; run as a user who can read it") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise GuardError(f"{path}: is a directory; give a summaries file inside it")
+    if not stat.S_ISREG(st.st_mode):
+        raise GuardError(f"{path}: not a regular file; give a summaries file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise GuardError(f"{path}: {st.st_size >> 20} MB is over the {MAX_FILE_BYTES >> 20} MB limit; split the file")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except PermissionError:
+        raise GuardError(f"{path}: permission denied; run as a user who can read it") from None
+    except OSError as exc:
+        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check the file") from None
+    if raw.startswith(SQLITE_MAGIC):
+        raise GuardError(f"{path}: a SQLite database; this version reads summaries files and memory-dag-compactor "
+                         "state (SQLite stores: lossless-claw lcm.db and agent databases come in a later release)")
+    if path.suffix.lower() in SQLITE_SUFFIXES:
+        raise GuardError(f"{path}: named like a SQLite database but is not one; check the path (or rename it if it "
+                         "is a summaries file)")
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        bad = raw.decode("utf-8", errors="replace").count("\ufffd")
+        return raw.decode("utf-8", errors="replace"), f"{path}: not valid UTF-8 ({bad} byte sequences replaced)"
+
+
+@dataclass
+class Loaded:
+    records: list
+    kind: str               # "memory-dag-compactor", "summaries-file", "text"
+    path: Path
+    note: Optional[str] = None
+
+    def describe(self) -> dict:
+        return {"name": self.kind, "path": str(self.path), "summaries": len(self.records)}
+
+
+def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int] = None,
+              home: Optional[Path] = None) -> Loaded:
+    """Read one file the user named: a summaries file, a plain summary or a DAG state."""
+    path = Path(path)
+    text, note = read_text(path)
+    data = records_file.load_data(path, text)
+    if dag_state.is_dag_state(data):
+        mem = _memory_for(path, home)
+        return Loaded(dag_state.records(path, data, mem), dag_state.SOURCE, path, note)
+    source = f"file:{path.name}"
+    recs = records_file.parse(path, text, data, source, input_text, input_tokens)
+    kind = "text" if data is records_file._NOT_STRUCTURED else "summaries-file"
+    return Loaded(recs, kind, path, note)
+
+
+def _memory_for(state_path: Path, home: Optional[Path]) -> Optional[str]:
+    """MEMORY.md for a DAG state: beside the OpenClaw home the state sits in."""
+    candidates = []
+    if home is not None:
+        candidates.append(memory_path(home))
+    # .../skill-state/memory-dag-compactor/state.yaml -> ...
+    parents = state_path.resolve().parents
+    if len(parents) >= 3:
+        candidates.append(memory_path(parents[2]))
+    for c in candidates:
+        if c.is_file():
+            try:
+                return read_text(c, "MEMORY.md")[0]
+            except GuardError:
+                return None
+    return None
+
+
+def discover(home: Path) -> list:
+    """The stores found under an OpenClaw home, loaded. Empty when there are none."""
+    found = []
+    state = dag_state_path(home)
+    if state.exists():
+        text, note = read_text(state, "state file")
+        data = records_file.load_data(state, text)
+        if not dag_state.is_dag_state(data):
+            raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
+        mem = None
+        if memory_path(home).is_file():
+            mem = read_text(memory_path(home), "MEMORY.md")[0]
+        found.append(Loaded(dag_state.records(state, data, mem), dag_state.SOURCE, state, note))
+    return found

@@ -1,0 +1,127 @@
+"""Summaries files: plain text or Markdown (one summary), JSON, YAML or JSONL records.
+
+A records file is a list of records or {"summaries": [records]}; a record is
+{"id", "content" (or "summary"), "input", "input_tokens", "previous"}. The format is
+read from the content as well as the name: a file named .txt that holds JSON
+records is read as records; a .md summary that happens to parse as YAML stays text.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from ..errors import GuardError
+from ..records import SummaryRecord
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ""}
+RECORD_KEYS = {"content", "summary"}
+
+
+def _record(path: Path, i: int, raw, source: str) -> SummaryRecord:
+    if isinstance(raw, str):
+        raw = {"content": raw}
+    if not isinstance(raw, dict):
+        raise GuardError(f"{path}: record {i + 1} is a {type(raw).__name__}, not a mapping; "
+                         "each record needs at least a 'content' (or 'summary') field")
+    content = raw.get("content", raw.get("summary"))
+    if content is not None and not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False) if isinstance(content, (dict, list)) else str(content)
+    tokens = raw.get("input_tokens")
+    if tokens is not None:
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens < 0:
+            raise GuardError(f"{path}: record {i + 1} has input_tokens={tokens!r}; give a whole number of tokens or leave it out")
+        tokens = int(tokens)
+    inp = raw.get("input")
+    previous = raw.get("previous")
+    rid = raw.get("id", raw.get("summary_id"))
+    return SummaryRecord(
+        id=str(rid) if rid is not None else f"#{i + 1}",
+        content=content if content is not None else "",
+        source=source,
+        input_text=inp if isinstance(inp, str) else None,
+        input_tokens=tokens,
+        previous=previous if isinstance(previous, str) else None,
+    )
+
+
+def _records_from(path: Path, data, source: str) -> Optional[list]:
+    """Records if `data` has a records file's shape, else None."""
+    if isinstance(data, dict) and isinstance(data.get("summaries"), list):
+        items = data["summaries"]
+    elif isinstance(data, list) and data and all(isinstance(x, dict) for x in data) \
+            and any(RECORD_KEYS & set(x) for x in data):
+        items = data
+    elif isinstance(data, list) and not data:
+        items = []
+    elif isinstance(data, dict) and RECORD_KEYS & set(data) and all(
+            k in {"id", "content", "summary", "input", "input_tokens", "previous", "summary_id"} for k in data):
+        items = [data]
+    else:
+        return None
+    return [_record(path, i, r, source) for i, r in enumerate(items)]
+
+
+def _try_jsonl(text: str):
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 1:
+        return None
+    out = []
+    for ln in lines:
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            return None
+    return out
+
+
+_NOT_STRUCTURED = object()
+
+
+def load_data(path: Path, text: str):
+    """Parse `text` as JSON, JSONL or YAML when its content or name says so;
+    `_NOT_STRUCTURED` when it is plain text. Raises GuardError on a broken file
+    whose name promises a format."""
+    suffix = path.suffix.lower()
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped[:1] in ("{", "[") or suffix in (".json", ".jsonl", ".ndjson"):
+        try:
+            return json.loads(stripped)
+        except ValueError as exc:
+            data = _try_jsonl(stripped)
+            if data is not None:
+                return data
+            if suffix in (".json", ".jsonl", ".ndjson"):
+                raise GuardError(f"{path}: not valid JSON ({exc}); fix the file or give a .txt/.md summary") from None
+    if suffix in (".yaml", ".yml") or (suffix not in TEXT_SUFFIXES and ":" in stripped[:200]):
+        try:
+            return yaml.load(stripped, Loader=_YAML_LOADER)
+        except yaml.YAMLError as exc:
+            if suffix not in (".yaml", ".yml"):
+                return _NOT_STRUCTURED
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise GuardError(f"{path}: not valid YAML{where}; fix the file, or name it .txt/.md to check it as one summary") from None
+    return _NOT_STRUCTURED
+
+
+def parse(path: Path, text: str, data, source: str, input_text: Optional[str] = None,
+          input_tokens: Optional[int] = None) -> list:
+    """Records in `text` (the contents of `path`, parsed as `data` by load_data)."""
+    suffix = path.suffix.lower()
+    if data is not _NOT_STRUCTURED:
+        recs = _records_from(path, data, source)
+        if recs is not None:
+            return recs
+        if suffix in (".json", ".jsonl", ".ndjson"):
+            raise GuardError(f"{path}: JSON, but not a summaries file; expected a list of records or "
+                             "{\"summaries\": [...]} with 'content' in each")
+        if suffix in (".yaml", ".yml"):
+            raise GuardError(f"{path}: YAML, but neither a summaries file nor a memory-dag-compactor state; expected "
+                             "a list of records, {summaries: [...]} or dag_nodes")
+    # One plain-text / Markdown summary.
+    return [SummaryRecord(id=path.name, content=text.lstrip("\ufeff"), source=source,
+                          input_text=input_text, input_tokens=input_tokens)]
