@@ -116,7 +116,7 @@ def _class_switch_rate(tok: str) -> float:
 def _is_base64_noise(text: str, start: int, end: int) -> bool:
     """A long base64-alphabet run with case chaos, not part of a URL or path."""
     tok_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
-    if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "/~." or text.count("/", start, end) >= 3:
+    if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "/~.":
         return False
     core = text[start:end].strip("=")
     if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):
@@ -222,9 +222,14 @@ def detect(content: str, settings, entropy: float) -> list:
     spans = _spans(text, settings)
     if not spans:
         return []
-    mojibake_n = len(spans.pop("mojibake", []))
+    moji = spans.pop("mojibake", [])
+    mojibake_n = len(moji)
     findings = []
-    if mojibake_n >= settings.mojibake_min_sequences:
+    # Mojibake makes nearly every non-ASCII character part of a sequence; a summary
+    # that quotes one ("MÃ¼nchen" instead of "München") keeps its own good ones.
+    moji_chars = sum(e - s for s, e in moji)
+    non_ascii = len(text) - len(text.encode("ascii", "ignore")) if moji else 0
+    if mojibake_n >= settings.mojibake_min_sequences and moji_chars >= 0.5 * non_ascii:
         sample = MOJIBAKE_RE.search(text).group()
         fixed = _ftfy_fix(text[:2000])
         hint = f"; it reads as {fixed[:40]!r} re-decoded" if fixed else ""
@@ -241,7 +246,7 @@ def detect(content: str, settings, entropy: float) -> list:
     kinds = sorted(spans, key=lambda k: -sum(e - s for s, e in spans[k]))
     figures = {"junk_share": round(share, 3), "junk_chars": junk, "longest_junk_run": longest,
                "patterns": kinds, "entropy": entropy}
-    enough = junk >= settings.garbled_warn_chars or (junk >= 8 and share >= 0.5)
+    enough = junk >= settings.garbled_warn_chars or (junk >= 8 and share >= settings.garbled_min_share)
     if enough and (share >= settings.garbled_min_share or longest >= settings.garbled_min_run_chars):
         where = "a garbage tail" if merged[-1][1] >= len(text.rstrip()) - 3 and merged[0][0] > len(text) * 0.2 else "noise"
         findings.append(Finding("garbled", f"{share:.0%} of the text is {where} ({', '.join(k.replace('_', ' ') for k in kinds[:3])}; "

@@ -93,8 +93,10 @@ def random_bytes_as(rng, n, codec):
 
 
 def base64_noise(rng, n):
+    """An encoded blob, MIME-wrapped at 76 columns or on one line."""
     data = bytes(rng.randrange(256) for _ in range(n * 3 // 4))
-    return "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 76))
+    blob = base64.b64encode(data).decode()
+    return "\n".join(textwrap.wrap(blob, 76)) if rng.random() < 0.5 else blob
 
 
 def mojibake(text, codec):
@@ -230,12 +232,18 @@ def reasoning_text(base: str, rng) -> str:
 _LOGLIKE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\d\d:\d\d|attempt|npm ERR|ERROR|\|)|ERR!|ERROR|ECONN|\d{3} [A-Z]", re.M)
 
 
-def loop_k(unit: str) -> tuple:
+def loop_k(unit: str, in_code: bool = False) -> tuple:
     """How often a looping model repeats `unit`. A prose loop is a failure from
     the third time (the seed's rule); log lines and table rows repeat a few times in
     good summaries (retries), so their loops are made the way models make them:
     on and on until max_tokens."""
-    return (12, 60) if _LOGLIKE_RE.search(unit) else (3, 40)
+    return (12, 60) if in_code or _LOGLIKE_RE.search(unit) else (3, 40)
+
+
+def in_fence(text: str, fragment: str) -> bool:
+    """Whether `fragment` sits inside a ``` fence of `text`."""
+    at = text.find(fragment)
+    return at >= 0 and text[:at].count("```") % 2 == 1
 
 
 def build(seed: int = 20261130, base: str = "good.yaml") -> list:
@@ -407,7 +415,7 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         if not ss:
             continue
         s = rng.choice(ss)
-        k = rng.randint(*loop_k(s))
+        k = rng.randint(*loop_k(s, in_fence(c, s)))
         sep = rng.choice([" ", "\n", " ", "\n\n"])
         form = "seed" if g["lang"] in ("en", "de", "fr", "es", "ru") else "real"
         add(id=f"repetition/sentence-loop-{g['id']}", label="repetition", form=form, mechanism="sentence-loop",
@@ -417,7 +425,7 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
             j = rng.randrange(len(lines) - 2)
             block = "\n".join(lines[j:j + rng.randint(2, 3)])
             add(id=f"repetition/block-loop-{g['id']}", label="repetition", form="real", mechanism="list-block-loop",
-                content="\n".join(lines[:j]) + "\n" + "\n".join([block] * rng.randint(*loop_k(block))),
+                content="\n".join(lines[:j]) + "\n" + "\n".join([block] * rng.randint(*loop_k(block, in_fence(c, block)))),
                 input_text=transcript_for(c, rng, 10), also=("inflation",), lang=g["lang"])
         if i % 3 == 0:
             add(id=f"repetition/paragraph-loop-{g['id']}", label="repetition", form="real", mechanism="paragraph-loop",

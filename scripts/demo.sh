@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Set up, then check the bundled demo OpenClaw home (good and broken summaries) and report.
+# The demo home is copied to a temporary folder: the repository is never written.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+home=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
+cp -r demo/openclaw-home/. "$home/"
+export OPENCLAW_HOME="$home"
+echo "== compaction-guard --check   (OPENCLAW_HOME=$home)"
+.venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"
+echo
+echo "== compaction-guard --simulate  (the 3-level chain on the demo's MEMORY.md)"
+.venv/bin/compaction-guard --simulate - < "$home/workspace/MEMORY.md"
+echo "== compaction-guard --report"
+.venv/bin/compaction-guard --report

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install the guard into it, with test extras when asked.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+extras=""
+[ "${1:-}" = "test" ] && extras="[test]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extras}"

@@ -1,0 +1,129 @@
+"""Each detector on the forms it exists for, and on the good text it must leave alone."""
+import pytest
+
+from compaction_guard import validate, SEED
+from compaction_guard.tokens import estimate_tokens, seed_tokens
+
+ENGLISH = ("The user asked to migrate the CI from Travis to GitHub Actions. We wrote .github/workflows/ci.yml "
+           "with a matrix for Python 3.10 to 3.13 and a pip cache. The publish job is still pending.")
+
+
+def kinds(text, **kw):
+    return validate(text, **kw).failures
+
+
+@pytest.mark.parametrize("text", ["", "   ", "OK", "Done.", "null", "(no summary available)",
+                                  "Summary unavailable due to context limits. Older messages were truncated.",
+                                  "Error generating summary: Error code: 429 - {'error': {'code': 'rate_limit_exceeded'}}",
+                                  "I'm sorry, but I can't help with summarizing this conversation.",
+                                  "<think>The user wants a summary. Let me look at the messages first and then",
+                                  "Thinking Process:\n\n1. **Analyze the request**: summarize the chat.\n2. **Draft**:"])
+def test_empty_forms(text):
+    r = validate(text, input=ENGLISH * 3)
+    assert r.failures == ["empty"]
+    assert r.reasons["empty"]
+
+
+def test_skeleton_is_empty_over_real_history_only():
+    skel = "## Decisions\nNo prior history.\n\n## Open TODOs\nNone captured.\n\n## Exact identifiers\nNone captured."
+    assert kinds(skel, input=ENGLISH * 4) == ["empty"]
+    tiny = validate(skel, input_tokens=0)   # the summarizer really had no history
+    assert tiny.valid and any("skeleton" in w for w in tiny.warnings)
+
+
+def test_closed_reasoning_before_summary_is_a_warning():
+    r = validate("<think>Let me think about what matters.</think>\n" + ENGLISH, input=ENGLISH * 4)
+    assert r.valid
+    assert any(w.startswith("reasoning_leak") for w in r.warnings)
+
+
+def test_one_sentence_summaries_are_valid_in_any_script():
+    for s in ["Renamed the repo to acme-cli.", "修复了登录错误。", "ユーザーは資料を共有しました。", "Пользователь ушёл."]:
+        assert validate(s).valid, s
+
+
+def test_inflation_counts_cjk_right():
+    english = "The user asked for the weekly report and I sent it to the team channel."  # ~18 tokens
+    chinese = "用户要求发送每周报告，我已经把报告发到了团队频道，并附上了本周的主要指标和下周的计划安排。"
+    assert seed_tokens(chinese) < seed_tokens(english)          # the seed's chars/4 sees a shrink
+    assert estimate_tokens(chinese) > estimate_tokens(english)  # it is not one
+    assert kinds(chinese, input=english) == ["inflation"]
+    assert "inflation" not in kinds(english, input=chinese)
+
+
+def test_inflation_from_input_tokens():
+    r = validate(ENGLISH, input_tokens=10)
+    assert r.failures == ["inflation"] and r.input_tokens == 10 and r.output_tokens > 10
+
+
+@pytest.mark.parametrize("noise", [
+    "ÐŸÑ€Ð¸Ð²ÐµÑ‚, ÐºÐ°Ðº Ð´ÐµÐ»Ð°? Ð­Ñ‚Ð¾ Ñ‚ÐµÑÑ‚ Ð¿Ñ€Ð¾ÐµÐºÑ‚Ð°.",
+    "æ—¥æœ¬èªžã�®ãƒ†ã‚­ã‚¹ãƒˆã�§ã�™ã€‚æ—¥æœ¬èªžã�®ãƒ†ã‚­ã‚¹ãƒˆ",
+    "\ufffd\ufffd\ufffd了\ufffd\ufffd癸\ufffd\ufffd\ufffd\ufffd\ufffd鳙\ufffd\ufffd\ufffd",
+    "ĠThe Ġuser Ġasked Ġfor Ġthe Ġweekly Ġreport ĊĠand ĠI Ġsent Ġit",
+    "1012 2003 1996 3231 2005 1037 4638 2000 1996 2136 3094 1012 2057 2081 1037 2047 4638",
+    "x7#Kp!q2@Lm9$ vB&w3*Zr^ 8(Tq)Nf+ 2{Hs}Jd= k|Y4<eR> 9~Ua`Wc; 0?Xg,Pm: i%Ob&5Lq",
+    "sdfkjh qwrtzp lkjhgf mnbvcx asdfghjkl zxcvbnm poiuyt werwqeqewq",
+])
+def test_garbled_forms(noise):
+    assert kinds(noise) == ["garbled"]
+
+
+def test_garbage_tail_after_good_start():
+    import base64
+    import random
+    rng = random.Random(3)
+    tail = base64.b64encode(bytes(rng.randrange(256) for _ in range(600))).decode()
+    assert "garbled" in kinds(ENGLISH + "\n" + tail)
+
+
+def test_seed_entropy_signal_is_not_trusted_alone():
+    chinese = "本次会话中，用户和我一起排查了登录接口偶发超时的问题。日志显示超时集中在每天上午九点左右。"
+    r = validate(chinese)
+    assert r.entropy > SEED.max_entropy and r.valid
+
+
+@pytest.mark.parametrize("good", [
+    "| Platform | Node 20 | Node 22 |\n|---|---|---|\n| Linux | pass | pass |\n| macOS | pass | pass |\n| Windows | pass | pass |",
+    "- **File:** a.py — fixed\n- **File:** b.py — fixed\n- **File:** c.py — fixed\n- **File:** d.py — fixed",
+    "Retries:\n```\nERROR connection refused to db:5432\nERROR connection refused to db:5432\nERROR connection refused to db:5432\n```\nFixed the security group.",
+    "Commit 9b1e4f0c2d7a8e3b6f5c1d0a9e8b7c6d5f4e3a2b, run 6f1c2b8e-3d4a-4f7b-9c2e-8a1d5e6f7b3c, sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.",
+    '{"task": "migrate CI", "done": ["ci.yml"], "pending": ["publish"], "next": "tags only"}',
+    "🚀 Deployed. ✅ Tests green. ⚠️ Contact form still on staging. 📌 Review analytics tomorrow.",
+])
+def test_good_structures_stay_valid(good):
+    assert validate(good).valid
+
+
+@pytest.mark.parametrize("loop", [
+    ENGLISH + " " + " ".join(["The publish job is still pending."] * 6),
+    ENGLISH + "\n" + "\n".join(["User:"] * 24),
+    ENGLISH + " " + " ".join(["the"] * 40),
+    "用户要求修复登录错误。" + "我们需要修复这个问题。" * 8,
+    "- a: one thing here\n- b: another thing\n" * 6,
+])
+def test_repetition_forms(loop):
+    assert "repetition" in kinds(loop)
+
+
+@pytest.mark.parametrize("marker", ["[TRUNCATED]", "[FALLBACK]", "[Truncated from 48211 tokens]",
+                                    "[LCM fallback summary; truncated for context management]", "[Capped from 9000 tokens to ~2000]",
+                                    "[Capped]", "[Truncated for context management]", "[... 12 lines truncated ...]",
+                                    "[TRUNCATED: 40 of 100 lines dropped by compaction-resilience-guard L3]"])
+def test_truncation_markers(marker):
+    assert kinds(ENGLISH + "\n" + marker) == ["truncation_marker"]
+
+
+def test_marker_quoted_in_code_is_a_warning():
+    r = validate("We documented the `[TRUNCATED]` marker in the README and its meaning for operators.")
+    assert r.valid and any("quoted_marker" in w for w in r.warnings)
+
+
+def test_stale_after_whitespace_normalization():
+    assert kinds(ENGLISH, previous="  " + ENGLISH.replace(" ", "\n  ") + "\n") == ["stale"]
+    assert validate(ENGLISH, previous=ENGLISH + " More.").valid
+
+
+def test_reasons_say_what_to_do():
+    r = validate("", input=ENGLISH)
+    assert "re-run" in r.reasons["empty"]
