@@ -1,0 +1,98 @@
+"""The 3-level chain: escalation on any detector failure, L3 always valid and never larger."""
+import pytest
+
+from compaction_guard import operations, run_chain
+from compaction_guard.settings import DEFAULT
+from compaction_guard.state import StateStore, state_path
+from compaction_guard.summarizers import ExtractiveSummarizer, SummarizerError, truncate_l3
+from compaction_guard.tokens import estimate_tokens
+
+TRANSCRIPT = "\n".join(
+    f"user: step {i}: please check service-{i} on host web-{i:02d} and tell me its latency.\n"
+    f"assistant: service-{i} answers in {100 + i * 7} ms; config at /etc/svc/{i}.yaml, owner team-{i % 4}."
+    for i in range(40))
+
+
+class Scripted:
+    """A summarizer that returns scripted outputs per level (strings or exceptions)."""
+    name = "scripted"
+
+    def __init__(self, **by_level):
+        self.by_level = by_level
+        self.requests = []
+
+    def summarize(self, text, request):
+        self.requests.append(request)
+        out = self.by_level[f"L{request.level}"]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+
+def test_l1_succeeds_on_ordinary_input():
+    r = run_chain(TRANSCRIPT)
+    assert r.level_used == 1 and len(r.attempts) == 1 and r.attempts[0].valid
+    assert r.output_tokens < r.input_tokens * DEFAULT.l1_target_ratio * 1.05
+
+
+@pytest.mark.parametrize("bad,kind", [
+    ("", "empty"), ("<think>let me think about the summary", "empty"),
+    ("The user asked about latency. " * 10, "repetition"),
+    ("ÐŸÑ€Ð¸Ð²ÐµÑ‚ ÐºÐ°Ðº Ð´ÐµÐ»Ð° Ð­Ñ‚Ð¾ Ñ‚ÐµÑÑ‚", "garbled"),
+    (TRANSCRIPT + "\nmore", "inflation"),
+    ("[FALLBACK] service notes", "truncation_marker"),
+])
+def test_a_failure_escalates_at_once(bad, kind):
+    good = "Latency of 40 services checked; slowest service-39 at 373 ms; configs in /etc/svc/."
+    s = Scripted(L1=bad, L2=good)
+    r = run_chain(TRANSCRIPT, s)
+    assert r.level_used == 2 and r.summary == good
+    assert r.attempts[0].failures == [kind] and not r.attempts[0].valid
+    assert r.attempts[1].valid and r.attempts[1].strategy == "aggressive"
+
+
+def test_l2_is_more_aggressive_than_l1():
+    s = Scripted(L1="", L2="")
+    run_chain(TRANSCRIPT, s)
+    l1, l2 = s.requests
+    assert l2.target_tokens < l1.target_tokens and l2.temperature <= 0.2 and l2.reduce_reasoning
+
+
+def test_errors_escalate_and_l3_always_returns():
+    s = Scripted(L1=SummarizerError("HTTP 500 after 3 tries"), L2="   ")
+    r = run_chain(TRANSCRIPT, s)
+    assert r.level_used == 3
+    assert [a.failures for a in r.attempts] == [["error"], ["empty"], []]
+    assert r.attempts[2].valid and "[TRUNCATED:" in r.summary and r.output_tokens < r.input_tokens
+
+
+def test_l3_keeps_head_30_and_tail_20_percent_of_lines():
+    lines = [f"line {i} of the transcript with some words" for i in range(100)]
+    cut = truncate_l3("\n".join(lines), DEFAULT)
+    out = cut.text.splitlines()
+    assert out[:30] == lines[:30] and out[-20:] == lines[-20:]
+    assert out[30] == "[TRUNCATED: 50 of 100 lines dropped by compaction-resilience-guard L3]"
+    assert cut.dropped == 50
+
+
+@pytest.mark.parametrize("text", ["", "hi", "one line " * 500, "a\nb\nc", "x" * 10_000, "用户" * 3000])
+def test_l3_never_grows_the_input(text):
+    cut = truncate_l3(text, DEFAULT)
+    assert estimate_tokens(cut.text) <= estimate_tokens(text)
+
+
+def test_extractive_stays_within_target_in_cjk():
+    text = "。".join(f"第{i}步：检查服务{i}的延迟，结果为{100 + i}毫秒" for i in range(200))
+    r = run_chain(text)
+    assert r.level_used in (1, 2) and r.output_tokens < r.input_tokens * 0.3
+
+
+def test_every_chain_run_counts_in_level_usage(home):
+    operations.simulate(TRANSCRIPT, home)
+    operations.simulate("hi", home)
+    operations.simulate(TRANSCRIPT, home, summarizer=Scripted(L1="", L2="x"))
+    st = StateStore(state_path(home), DEFAULT).read()
+    assert st["level_usage"] == {"l1_normal": 1, "l2_aggressive": 0, "l3_deterministic": 2}
+    assert len(st["chain_history"]) == 3
+    rep = operations.report(home)
+    assert rep["l3_warning"] and "systemic LLM issue" in rep["l3_warning"]

@@ -1,0 +1,89 @@
+"""guard.py as a user runs it: exit codes, one JSON document, one-line errors."""
+import json
+
+import pytest
+
+from conftest import run_guard
+
+
+def test_check_without_store_says_so(home):
+    p = run_guard("--check", home=home)
+    assert p.returncode == 0, p.stderr
+    assert "no compaction store found" in p.stdout
+
+
+def test_check_demo_text_and_json(demo_home):
+    p = run_guard("--check", home=demo_home)
+    assert p.returncode == 1
+    assert "Status: DEGRADED" in p.stdout and "s-d0-003" in p.stdout and "repetition:" in p.stdout
+    p = run_guard("--check", "--format", "json", home=demo_home)
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)   # one JSON document and nothing else on stdout
+    assert set(doc) >= {"checked_at", "summaries_checked", "failures_found", "escalations", "status", "results"}
+    assert doc["summaries_checked"] == 10 and doc["failures_found"] == 7 and doc["status"] == "DEGRADED"
+    r = doc["results"][3]
+    assert set(r) == {"id", "source", "valid", "failures", "warnings", "reasons", "output_tokens", "input_tokens", "entropy"}
+    assert r["id"] == "s-d0-003" and r["source"] == "memory-dag-compactor" and r["input_tokens"] > 0
+    assert [x["id"] for x in doc["results"]][:3] == ["s-d0-000", "s-d0-001", "s-d0-002"]   # input order
+
+
+def test_check_file_text_with_input(tmp_path, home):
+    summary = tmp_path / "summary.md"
+    summary.write_text("用户要求发送每周报告，我已经把报告发到了团队频道，并附上了本周的主要指标和下周的计划。")
+    src = tmp_path / "input.txt"
+    src.write_text("The user asked for the weekly report; I sent it.")
+    p = run_guard("--check", "--file", summary, "--input", src, "--format", "json", home=home)
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["results"][0]["failures"] == ["inflation"]
+    p = run_guard("--check", "--file", summary, "--input-tokens", "500", home=home)
+    assert p.returncode == 0 and "HEALTHY" in p.stdout
+
+
+def test_simulate_stdin_json(home):
+    text = "\n".join(f"user: check host web-{i:02d}\nassistant: web-{i:02d} latency {100 + i} ms" for i in range(50))
+    p = run_guard("--simulate", "-", "--format", "json", home=home, stdin=text)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert set(doc) >= {"level_used", "input_tokens", "output_tokens", "result", "attempts"}
+    assert doc["level_used"] in (1, 2, 3) and doc["output_tokens"] < doc["input_tokens"]
+    assert set(doc["attempts"][0]) >= {"level", "strategy", "valid", "failures", "output_tokens", "seconds"}
+
+
+def test_report_and_status_after_runs(demo_home):
+    run_guard("--check", home=demo_home)
+    run_guard("--simulate", "a short note that is long enough to summarize, with host web-01", home=demo_home)
+    p = run_guard("--report", home=demo_home)
+    assert p.returncode == 0 and "L3 deterministic" in p.stdout and "Recent failures" in p.stdout
+    rep = json.loads(run_guard("--report", "--format", "json", home=demo_home).stdout)
+    assert rep["total_compactions"] == 2 and rep["failures_by_kind"]["inflation"] == 2
+    st = json.loads(run_guard("--status", "--format", "json", home=demo_home).stdout)
+    assert st["status"] == "DEGRADED" and st["summaries_checked"] == 10
+    p = run_guard("--status", home=demo_home)
+    assert p.returncode == 0 and "DEGRADED" in p.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--check", "--file", "/nonexistent/summaries.yaml"], "no such file"),
+    (["--check", "--file", "{tmp}"], "is a directory"),
+    (["--check", "--file", "{tmp}/bad.json"], "not valid JSON"),
+    (["--check", "--file", "{tmp}/fake.db"], "not one"),
+    (["--file", "x.yaml"], "go with --check"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, home, args, needle):
+    (tmp_path / "bad.json").write_text("[{")
+    (tmp_path / "fake.db").write_text("hello")
+    p = run_guard(*[a.replace("{tmp}", str(tmp_path)) for a in args], home=home)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
+
+
+def test_corrupt_state_warns_on_stderr_keeps_json_clean(demo_home):
+    sp = demo_home / "skill-state" / "compaction-resilience-guard"
+    sp.mkdir(parents=True)
+    (sp / "state.yaml").write_text("{{{ not yaml")
+    p = run_guard("--status", "--format", "json", home=demo_home)
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "NEVER_CHECKED"
+    assert "corrupt" in p.stderr

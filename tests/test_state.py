@@ -1,0 +1,82 @@
+"""The state file: atomic, locked, bounded, corrupt files moved aside, no summary text."""
+import multiprocessing
+import os
+import stat
+
+import yaml
+
+from compaction_guard import operations
+from compaction_guard.settings import DEFAULT
+from compaction_guard.state import StateStore, state_path
+
+
+def _bump(path, n):
+    store = StateStore(path, DEFAULT)
+    for _ in range(n):
+        with store.update() as st:
+            st["level_usage"]["l1_normal"] += 1
+
+
+def test_concurrent_updates_lose_nothing(tmp_path):
+    path = tmp_path / "state.yaml"
+    procs = [multiprocessing.Process(target=_bump, args=(path, 25)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert StateStore(path, DEFAULT).read()["level_usage"]["l1_normal"] == 200
+
+
+def test_corrupt_state_is_moved_aside_with_a_warning(tmp_path):
+    path = tmp_path / "state.yaml"
+    path.write_text("level_usage: [unclosed\n")
+    warnings = []
+    st = StateStore(path, DEFAULT, warn=warnings.append).read()
+    assert st["level_usage"]["l1_normal"] == 0
+    aside = list(tmp_path.glob("state.yaml.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == "level_usage: [unclosed\n"
+    assert "moved it to" in warnings[0]
+
+
+def test_failed_write_leaves_previous_state(tmp_path, monkeypatch):
+    path = tmp_path / "state.yaml"
+    store = StateStore(path, DEFAULT)
+    with store.update() as st:
+        st["level_usage"]["l2_aggressive"] = 7
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", boom)
+    try:
+        with store.update() as st:
+            st["level_usage"]["l2_aggressive"] = 8
+    except Exception as exc:
+        assert "No space left" in str(exc) and "previous state is intact" in str(exc)
+    assert path.read_bytes() == before
+    assert not list(tmp_path.glob(".state-*.tmp"))
+
+
+def test_state_is_private_and_holds_no_summary_text(demo_home):
+    operations.check(demo_home)
+    path = state_path(demo_home)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    text = path.read_text()
+    assert "Priya" not in text and "Summary unavailable" not in text   # ids and figures only
+    st = yaml.safe_load(text)
+    assert set(st["failures"][0]) == {"summary_id", "failure_type", "level_used", "input_tokens", "output_tokens",
+                                      "detected_at", "source"}
+
+
+def test_history_is_bounded_and_failures_not_duplicated(demo_home):
+    settings = DEFAULT.with_overrides(max_check_history=3)
+    for _ in range(5):
+        operations.check(demo_home, settings=settings)
+    st = StateStore(state_path(demo_home), settings).read()
+    assert len(st["check_history"]) == 3
+    keys = [(f["source"], f["summary_id"], f["failure_type"]) for f in st["failures"]]
+    assert len(keys) == len(set(keys)) == 8   # 7 failing summaries, one with two kinds
+    # the stored [TRUNCATED] summary counts once as L3 usage, not once per check
+    assert st["level_usage"]["l3_deterministic"] == 1
