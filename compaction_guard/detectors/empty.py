@@ -164,11 +164,17 @@ _INFORMATIVE_RE = re.compile(r"[^\W_]", re.U)
 _CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
 
 
-def informative_chars(text: str) -> int:
-    """Letters and digits; a CJK character counts 3 (it carries a word)."""
-    n = len(_INFORMATIVE_RE.findall(text)) if len(text) < 4096 else 4096
-    if n and not text.isascii():
-        n += 2 * len(_CJK_CHAR_RE.findall(text[:4096]))
+def informative_chars(text: str, enough: int = 1 << 30) -> int:
+    """Letters and digits; a CJK character counts 3 (it carries a word). Stops
+    counting once `enough` is certain (a long summary is not read to the end)."""
+    n = 0
+    for i in range(0, len(text), 512):
+        part = text[i:i + 512]
+        n += len(_INFORMATIVE_RE.findall(part))
+        if not part.isascii():
+            n += 2 * len(_CJK_CHAR_RE.findall(part))
+        if n >= enough:
+            break
     return n
 
 
@@ -186,7 +192,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
     reasoning = strip_reasoning(content)
     text = reasoning.text
     if reasoning.kind:
-        if not text.strip() or informative_chars(text) < settings.min_summary_chars:
+        if not text.strip() or informative_chars(text, settings.min_summary_chars) < settings.min_summary_chars:
             how = {"unclosed": "an unclosed reasoning block", "header": "plain-text reasoning ('Thinking Process:')",
                    "closed": "a reasoning block", "stray-close": "reasoning before a stray closing tag"}[reasoning.kind]
             return [Finding("empty", f"reasoning only: {how} ({reasoning.reasoning_chars} chars) with no summary after it; "
@@ -196,7 +202,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
                                 "(enable the server's reasoning parser or strip it)", failure=False,
                                 figures={"reasoning_chars": reasoning.reasoning_chars}))
     stripped = text.strip()
-    n = informative_chars(stripped)
+    n = informative_chars(stripped, settings.min_summary_chars)
     if n < settings.min_summary_chars and not (len(stripped) >= settings.min_summary_chars and _BYTE_NOISE_RE.search(stripped)):
         what = "blank" if not stripped else f"only {n} informative characters ({stripped[:40]!r})"
         findings.append(Finding("empty", f"summary is {what}; the compactor stored no summary, re-run compaction",

@@ -19,18 +19,19 @@ from ..tokens import shannon_entropy
 # --- named junk patterns ----------------------------------------------------------
 
 # U+FFFD: bytes that failed to decode, replaced. Runs of it, or words holding it.
-REPLACEMENT_RE = re.compile(r"\S*\ufffd\S*")
+REPLACEMENT_RE = re.compile("\ufffd")
 
 # C0/C1 control characters (not tab/newline/CR): raw bytes decoded as latin-1.
-CONTROL_RE = re.compile(r"\S*[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]\S*")
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 # Byte-level BPE pieces printed raw (GPT-2/Llama-3 'Ġ' for space, 'Ċ' for newline,
 # SentencePiece '▁'): a tokenizer's vocabulary leaking instead of decoded text.
-TOKENIZER_RE = re.compile(r"\S*[a-zA-Z0-9]?[\u0120\u010a\u0109\u2581][a-zA-Z0-9]\S*|\S*[a-zA-Z][\u0120\u010a\u2581]\S*")
+TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
 
 # Runs of integers: token ids dumped instead of decoded.
 def _token_id_re(n: int):
-    return re.compile(r"(?:(?<![\w.])\d{1,6}[ ,\t]+){%d,}\d{1,6}(?![\w.])" % (n - 1))
+    # starts with \d so the engine skips to digits; the char before is checked after
+    return re.compile(r"\d{1,6}(?:[ ,\t]+\d{1,6}){%d,}(?![\w.])" % (n - 1))
 
 # Mojibake: a UTF-8 lead byte followed by continuation bytes, each read as cp1252 or
 # latin-1. Lead bytes 0xC2-0xF4 read as 'Â'..'ô'; continuation bytes 0x80-0xBF read
@@ -46,26 +47,27 @@ BPE_BYTES_RE = re.compile("[\u00c2-\u00f4][\u00a1-\u00ac\u00ae-\u00bf\u0100-\u01
 
 # Long base64-alphabet tokens with mixed case and digits: encoded blobs, random
 # keys. Hex-only strings (SHAs, UUIDs, hashes) never match: they lack mixed case.
-BASE64_CANDIDATE_RE = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+BASE64_CANDIDATE_RE = re.compile(r"[A-Za-z0-9+/=_-](?<![A-Za-z0-9+/=_-][A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{39,}")
 
 # Symbols interleaved with short letter/digit runs: random printable characters.
 # Path and version punctuation (/ . - _ :) is not counted as a symbol here.
 RANDOM_CANDIDATE_RE = re.compile(
-    r"\S*[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{1,3}[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{0,3}"
-    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`]\S*"
+    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{1,3}[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{0,3}"
+    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`]"
 )
 
 # Keyboard mash and random letters. Three shapes no language in scope writes:
 # a consonant run of 5+ (after collapsing the digraphs of English, German, French
 # and Spanish), a lower-case word of 5+ letters with no vowel (minus a short list
 # of tech abbreviations), and a word that repeats two different letter pairs
-# ("werwqeqewq": fingers rocking on one keyboard row).
-CONSONANT_CANDIDATE_RE = re.compile(r"\b[a-z]*[bcdfghjklmnpqrstvwxz]{5,}[a-z]*\b")
-VOWELLESS_RE = re.compile(r"(?<![\w./:@-])[bcdfghjklmnpqrstvwxz]{5,}(?![\w./:@-])")
-REPEATED_PAIR_RE = re.compile(r"(?<![\w./:@-])(?=[a-z]{6,24}(?![\w./:@-]))[a-z]*?([a-z]{2})[a-z]*?\1[a-z]*")
+# ("werwqeqewq": fingers rocking on one keyboard row). Each regex starts with a
+# character class, so the engine skips ahead to candidates.
+CONSONANT_CANDIDATE_RE = re.compile(r"[bcdfghjklmnpqrstvwxz]{5,}")
+REPEATED_PAIR_RE = re.compile(r"[a-z](?<![\w./:@-][a-z])(?=[a-z]{5,23}(?![\w./:@-]))[a-z]*?([a-z]{2})[a-z]*?\1[a-z]*")
 _DIGRAPHS_RE = re.compile(r"sch|tch|ch|sh|th|ph|ck|ng|gh|wr|ll|ss|tt|nn|mm|rr|pp|ff|gg|dd|zz|cc|bb|rh|kn|gn|qu")
 _TECH_WORDS = frozenset("https sftp npmjs pnpm xlsx pdfs ttls grpc mkdir psql llvm kubectl crwth shfmt cmdlt "
                         "pprof strncpy bzcat gnupg xcrun brctl lsblk dmesg nftables".split())
+_URLISH = "./:@-"
 
 
 def _is_mash(word: str) -> bool:
@@ -82,9 +84,9 @@ def _repeats_two_pairs(word: str) -> bool:
 # Characters from blocks that ordinary text in any language rarely uses
 # (private use, runic, Glagolitic, Vai, Braille, supplementary planes below the
 # emoji, CJK extension B+): two or more in one word is random Unicode.
-RARE_RUN_RE = re.compile(
-    "\\S*(?:[\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff"
-    "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]\\S*){2,}"
+RARE_CHAR_RE = re.compile(
+    "[\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff"
+    "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]"
 )
 
 # Random printable ASCII: symbols inside words. Counted per 256-character window;
@@ -92,7 +94,7 @@ RARE_RUN_RE = re.compile(
 # its character entropy (the seed's signal, measured locally) is >= 5.45 bits:
 # English windows measure 4.0-4.6, code and identifiers up to 5.3, noise 5.6+.
 # Inline `code` is left out first: quoted commands and regexes are not noise.
-INNER_SYMBOL_RE = re.compile(r"(?<=\S)[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?=\S)")
+INNER_SYMBOL_RE = re.compile(r"[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?<=\S[!#$%^&*()+={}\[\]|\\;\"<>,?~`])(?=\S)")
 WINDOW = 256
 WINDOW_MIN_INNER = 0.10
 WINDOW_MIN_ENTROPY = 5.45
@@ -124,29 +126,79 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
     return _class_switch_rate(core) >= 0.3
 
 
+_NONSPACE_RE = re.compile(r"\S*")
+
+
+def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
+    """The whitespace-delimited tokens (or letter runs) around regex matches, merged;
+    tokens with fewer than `min_hits` matches are left out. Linear: each token once."""
+    out = []
+    hits = 0
+    end = -1
+    for m in matches:
+        i = m.start()
+        if i < end:
+            hits += 1
+            continue
+        if out and hits < min_hits:
+            out.pop()
+        if letters_only:
+            s = i
+            while s > 0 and text[s - 1].isalpha():
+                s -= 1
+            e = m.end()
+            while e < len(text) and text[e].isalpha():
+                e += 1
+        else:
+            s = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
+            e = max(i + 1, _NONSPACE_RE.match(text, i).end())
+        out.append((s, e))
+        hits = 1
+        end = e
+    if out and hits < min_hits:
+        out.pop()
+    return out
+
+
+def _mash_spans(text: str) -> list:
+    """Words with a consonant run of 5+ (after digraphs) or no vowel at all."""
+    out = []
+    for s, e in _token_spans(text, CONSONANT_CANDIDATE_RE.finditer(text), letters_only=True):
+        word = text[s:e]
+        if not word.islower():
+            continue
+        if _is_mash(word):
+            out.append((s, e))
+        elif not re.search("[aeiouy]", word) and word not in _TECH_WORDS \
+                and (s == 0 or text[s - 1] not in _URLISH) and (e == len(text) or text[e] not in _URLISH):
+            out.append((s, e))
+    return out
+
+
 def _spans(text: str, settings) -> dict:
     """{pattern name: [(start, end), ...]} of junk in `text`."""
     spans = {}
-    ascii_only = text.isascii()
-    if not ascii_only:
+    if not text.isascii():
         if "\ufffd" in text:
-            spans["replacement_chars"] = [m.span() for m in REPLACEMENT_RE.finditer(text)]
-        spans["tokenizer_pieces"] = [m.span() for m in TOKENIZER_RE.finditer(text)]
+            spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
+        spans["tokenizer_pieces"] = _token_spans(text, TOKENIZER_RE.finditer(text))
         spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
         if re.search("[\u0100-\u0143]", text):
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
             if len(bpe) >= 3:
                 spans["tokenizer_pieces"] += bpe
-        spans["random_unicode"] = [m.span() for m in RARE_RUN_RE.finditer(text)]
-    spans["control_chars"] = [m.span() for m in CONTROL_RE.finditer(text)]
-    spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)]
+        spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
+        spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
+    elif CONTROL_RE.search(text):
+        spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
+    spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
+                          if m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum()]
     spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
-    spans["random_symbols"] = [m.span() for m in RANDOM_CANDIDATE_RE.finditer(text)
-                               if _class_switch_rate(m.group()) >= 0.45 and "://" not in m.group()
-                               and not _balanced_brackets(m.group())] + _random_windows(text)
-    spans["keyboard_mash"] = ([m.span() for m in CONSONANT_CANDIDATE_RE.finditer(text) if _is_mash(m.group())]
-                              + [m.span() for m in VOWELLESS_RE.finditer(text) if m.group() not in _TECH_WORDS]
-                              + [m.span() for m in REPEATED_PAIR_RE.finditer(text) if _repeats_two_pairs(m.group())])
+    spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
+                               if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
+                               and not _balanced_brackets(text[s:e])] + _random_windows(text)
+    spans["keyboard_mash"] = _mash_spans(text) + [m.span() for m in REPEATED_PAIR_RE.finditer(text)
+                                                  if _repeats_two_pairs(m.group())]
     if not _LETTER_RE.search(text) and len(_DIGITS_RE.findall(text)) >= 4:
         spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
     return {k: v for k, v in spans.items() if v}

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 
 from ..findings import Finding
-from ..tokens import CJK_CLASS, normalize_ws
+from ..tokens import CJK_CLASS
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 _WORD_RE = re.compile(f"[{CJK_CLASS}]|[^\\s{CJK_CLASS}]+")
@@ -48,11 +48,27 @@ def _tandem_runs(units: list, p: int, min_repeats: int):
         yield m.start(), (length + p) // p
 
 
-def _candidate_periods(words: list, settings) -> list:
-    """Periods worth testing: 1..max_period_words, plus every distance between a
-    word and its previous occurrence that recurs often enough to be a loop."""
+_CHUNK_SPLIT_RE = re.compile(r"[.!?。！？\n]+")
+
+
+def _may_loop_long(prose: str) -> bool:
+    """Cheap gate (C-level string work) for loops of units longer than
+    max_period_words: a chunk between sentence ends repeated 3+ times, or a long
+    chunk whose last 20 characters occur 3+ times in it (a loop with no full stop
+    runs to max_tokens, so its tail is one of its repeats)."""
+    chunks = [c.strip() for c in _CHUNK_SPLIT_RE.split(prose)]
+    counts = Counter(c for c in chunks if len(c) >= 10)
+    if counts and counts.most_common(1)[0][1] >= 3:
+        return True
+    return any(len(c) >= 60 and c.count(c[-20:]) >= 3 for c in chunks)
+
+
+def _candidate_periods(words: list, settings, prose: str) -> list:
+    """Periods worth testing: 1..max_period_words, plus, when `_may_loop_long`, every
+    distance between a word and its previous occurrence that recurs often enough to
+    be a loop."""
     periods = list(range(1, settings.max_period_words + 1))
-    if len(words) < 3 * (settings.max_period_words + 1):
+    if len(words) < 3 * (settings.max_period_words + 1) or not _may_loop_long(prose):
         return periods
     last = {}
     dist = Counter()
@@ -72,48 +88,71 @@ def _unit_size(text: str) -> int:
     return len(text) + (3 * len(_CJK_RE.findall(text)) if not text.isascii() else 0)
 
 
-def _prose_like(line: str) -> bool:
-    """Prose, or a table row: a whole row repeated is a loop, repeated cells are not."""
-    if _LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line):
-        return False
+def _structured(line: str, in_code: bool) -> bool:
+    """Log lines, code and short fragments repeat legitimately (retries); a whole
+    table row or a line of prose does not."""
+    if in_code or _LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line):
+        return True
     n = len(_ALNUM_RE.findall(line))
-    return n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8
+    return not (n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8)
 
 
 def _lines(content: str):
-    """Non-blank lines, whitespace-normalized, each tagged structured or not."""
-    out, structured = [], []
+    """Non-blank lines, whitespace-normalized, each with whether it sits in a code fence."""
+    out, in_code_flags = [], []
     in_code = False
     for raw in content.splitlines():
-        line = normalize_ws(raw)
-        if _FENCE_RE.match(raw):
-            in_code = not in_code
-            out.append(line)          # a looping fence is still a loop
-            structured.append(True)
-            continue
+        line = " ".join(raw.split())
         if not line:
             continue
+        if _FENCE_RE.match(line):
+            in_code = not in_code
+            out.append(line)          # a looping fence is still a loop
+            in_code_flags.append(True)
+            continue
         out.append(line)
-        structured.append(in_code or not _prose_like(line))
-    return out, structured
+        in_code_flags.append(in_code)
+    return out, in_code_flags
 
 
-def _best(findings: list) -> list:
-    return findings[:1]
+def _line_loop(lines: list, in_code: list, settings):
+    """(Finding or None, warnings) for lines or blocks of lines repeated back to back."""
+    k_prose, k_struct = settings.repetition_threshold, settings.structured_loop_repeats
+    warnings = []
+    if len(set(lines)) == len(lines):
+        return None, warnings
+    for p in range(1, settings.max_period_lines + 1):
+        for start, k in _tandem_runs(lines, p, 2):
+            block = lines[start:start + p]
+            size = sum(_unit_size(x) for x in block)
+            if not any(_ALNUM_RE.search(x) for x in block) and (k < k_struct or size * k < settings.word_loop_min_chars):
+                continue  # rules and separators repeat; only a long run of them is a loop
+            is_struct = all(_structured(x, c) for x, c in zip(block, in_code[start:start + p]))
+            if k >= k_struct or (k >= k_prose and not is_struct and size >= settings.repetition_min_length):
+                unit = "line" if p == 1 else f"block of {p} lines"
+                return Finding("repetition", f"a {unit} repeated {k} times back to back ({block[0][:50]!r}): "
+                               "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
+                               figures={"grain": "lines", "period": p, "repeats": k, "unit_chars": size}), warnings
+            if k == 2 and not is_struct and size >= 200:
+                warnings.append(Finding("repeated_block", f"a {size}-char block appears twice back to back", failure=False))
+    return None, warnings
 
 
-def _word_loop(words: list, need_long: int, settings):
-    """A Finding for the first back-to-back loop of words, or None."""
+def _word_loop(words: list, settings, prose: str):
+    """A Finding for the first back-to-back loop of words, or None. Prose units
+    loop from the third repeat; units that read as log lines need as many repeats
+    as a repeated log line."""
     minlen = settings.repetition_min_length
-    for p in _candidate_periods(words, settings):
-        for start, k in _tandem_runs(words, p, min(need_long, settings.word_loop_repeats)):
+    k_prose = settings.repetition_threshold
+    for p in _candidate_periods(words, settings, prose):
+        for start, k in _tandem_runs(words, p, k_prose):
             block = words[start:start + p]
             if not any(_ALNUM_RE.search(w) for w in block):
                 continue
             size = sum(_unit_size(w) for w in block) + p - 1
             phrase = " ".join(block)
             long_unit = size >= minlen
-            need = settings.structured_loop_repeats if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else need_long
+            need = settings.structured_loop_repeats if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else k_prose
             if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
                 what = "a phrase" if long_unit else "a word"
                 return Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "
@@ -125,48 +164,22 @@ def _word_loop(words: list, need_long: int, settings):
 def detect(content: str, settings) -> list:
     if len(content) < 40:
         return []
-    minlen = settings.repetition_min_length
-    k_prose = settings.repetition_threshold
-    k_struct = settings.structured_loop_repeats
-    found = []
-    warnings = []
-
     # 1. Lines and blocks of lines (paragraphs, list blocks, role labels).
-    lines, structured = _lines(content)
-    for p in range(1, settings.max_period_lines + 1):
-        for start, k in _tandem_runs(lines, p, 2):
-            block = lines[start:start + p]
-            size = sum(_unit_size(x) for x in block)
-            is_struct = all(structured[start:start + p])
-            if not any(_ALNUM_RE.search(x) for x in block) and (k < k_struct or size * k < settings.word_loop_min_chars):
-                continue  # rules and separators repeat; only a long run of them is a loop
-            if k >= k_struct or (k >= k_prose and not is_struct and size >= minlen):
-                unit = "line" if p == 1 else f"block of {p} lines"
-                found.append(Finding("repetition", f"a {unit} repeated {k} times back to back ({block[0][:50]!r}): "
-                                     "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
-                                     figures={"grain": "lines", "period": p, "repeats": k, "unit_chars": size}))
-            elif k == 2 and not is_struct and size >= 200:
-                warnings.append(Finding("repeated_block", f"a {size}-char block appears twice back to back", failure=False))
-        if found:
-            return _best(found)
-
-    # 2. Words and CJK characters: a sentence, phrase or word looping inside a
-    # paragraph ("User: User: ...", 的的的的, a sentence with no full stop). A unit
-    # that reads as a log line needs as many repeats as a repeated log line.
-    prose = [x for x, st in zip(lines, structured) if not st and not _TABLE_LINE_RE.match(x)]
-    # prose lines run together; a long log or code line is searched on its own
-    streams = [(_WORD_RE.findall("\n".join(prose)), k_prose)]
-    streams += [(_WORD_RE.findall(x), k_struct) for x, st in zip(lines, structured) if st and len(x) > 200]
-    for words, need in streams:
-        hit = _word_loop(words, need, settings)
-        if hit:
-            return [hit]
-
-    sentences = [normalize_ws(x) for x in _SENTENCE_SPLIT_RE.split("\n".join(prose)) if x.strip()]
+    lines, in_code = _lines(content)
+    hit, warnings = _line_loop(lines, in_code, settings)
+    if hit:
+        return [hit]
+    # 2. Words and CJK characters outside code and tables: a sentence, phrase or
+    # word looping inside a paragraph ("User: User: ...", 的的的的, a sentence
+    # with no full stop). Code lines are left to the line grain.
+    prose = "\n".join(x for x, c in zip(lines, in_code) if not c and not _TABLE_LINE_RE.match(x))
+    hit = _word_loop(_WORD_RE.findall(prose), settings, prose)
+    if hit:
+        return [hit]
     # Incidental: one long sentence several times, not back to back.
-    long_sentences = [s for s in sentences if len(s) >= 60]
-    if long_sentences:
-        sent, count = Counter(long_sentences).most_common(1)[0]
-        if count >= k_prose:
+    sentences = [x for x in _SENTENCE_SPLIT_RE.split(prose) if len(x) >= 60]
+    if sentences:
+        sent, count = Counter(sentences).most_common(1)[0]
+        if count >= settings.repetition_threshold:
             warnings.append(Finding("repeated_sentence", f"one sentence appears {count} times ({sent[:40]!r})", failure=False))
     return warnings[:1]
