@@ -51,9 +51,12 @@ class Reasoning:
     reasoning_chars: int
 
 
+_ANY_TAG_RE = re.compile(rf"{_OPEN_TAGS}|{_CLOSE_TAGS}", re.I)
+
+
 def strip_reasoning(text: str) -> Reasoning:
     """Remove reasoning blocks; report what was removed."""
-    if "<" not in text and "◁" not in text and not THINKING_HEADER_RE.match(text):
+    if not _ANY_TAG_RE.search(text) and not THINKING_HEADER_RE.match(text):
         return Reasoning(text, None, 0)
     removed = 0
     kind = None
@@ -168,8 +171,10 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
     """Letters and digits; a CJK character counts 3 (it carries a word). Stops
     counting once `enough` is certain (a long summary is not read to the end)."""
     n = 0
+    step = 64
     for i in range(0, len(text), 512):
-        part = text[i:i + 512]
+        part = text[i:i + step]
+        step = 512
         n += len(_INFORMATIVE_RE.findall(part))
         if not part.isascii():
             n += 2 * len(_CJK_CHAR_RE.findall(part))
@@ -179,6 +184,8 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
 
 
 def _is_skeleton(text: str) -> bool:
+    if len(text) > 3000:
+        return False
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines or len(lines) > 40:
         return False

@@ -127,6 +127,9 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
 
 
 _NONSPACE_RE = re.compile(r"\S*")
+_PIECE_CHAR_RE = re.compile("[\u0120\u010a\u0109\u2581]")
+# Symbols that prose hardly uses; random printable text is full of them.
+_RARE_SYMBOLS = "#$%^&*+={}[]|\\;<>~`"
 
 
 def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
@@ -181,12 +184,13 @@ def _spans(text: str, settings) -> dict:
     if not text.isascii():
         if "\ufffd" in text:
             spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
-        spans["tokenizer_pieces"] = _token_spans(text, TOKENIZER_RE.finditer(text))
+        if _PIECE_CHAR_RE.search(text):
+            spans["tokenizer_pieces"] = _token_spans(text, TOKENIZER_RE.finditer(text))
         spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
         if re.search("[\u0100-\u0143]", text):
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
             if len(bpe) >= 3:
-                spans["tokenizer_pieces"] += bpe
+                spans.setdefault("tokenizer_pieces", []).extend(bpe)
         spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
@@ -194,11 +198,14 @@ def _spans(text: str, settings) -> dict:
     spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                           if m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum()]
     spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
-    spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
-                               if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
-                               and not _balanced_brackets(text[s:e])] + _random_windows(text)
-    spans["keyboard_mash"] = _mash_spans(text) + [m.span() for m in REPEATED_PAIR_RE.finditer(text)
-                                                  if _repeats_two_pairs(m.group())]
+    if sum(text.count(ch) for ch in _RARE_SYMBOLS) >= 4:
+        spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
+                                   if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
+                                   and not _balanced_brackets(text[s:e])] + _random_windows(text)
+    mash = _mash_spans(text)
+    if mash:  # rocking on one row seldom comes without a vowel-less or consonant-heavy word
+        mash += [m.span() for m in REPEATED_PAIR_RE.finditer(text) if _repeats_two_pairs(m.group())]
+    spans["keyboard_mash"] = mash
     if not _LETTER_RE.search(text) and len(_DIGITS_RE.findall(text)) >= 4:
         spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
     return {k: v for k, v in spans.items() if v}

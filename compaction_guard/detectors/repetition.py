@@ -19,7 +19,6 @@ from collections import Counter
 from ..findings import Finding
 from ..tokens import CJK_CLASS
 
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 _WORD_RE = re.compile(f"[{CJK_CLASS}]|[^\\s{CJK_CLASS}]+")
 _CJK_RE = re.compile(f"[{CJK_CLASS}]")
 _ALNUM_RE = re.compile(r"[^\W_]")
@@ -51,24 +50,27 @@ def _tandem_runs(units: list, p: int, min_repeats: int):
 _CHUNK_SPLIT_RE = re.compile(r"[.!?。！？\n]+")
 
 
-def _may_loop_long(prose: str) -> bool:
-    """Cheap gate (C-level string work) for loops of units longer than
-    max_period_words: a chunk between sentence ends repeated 3+ times, or a long
-    chunk whose last 20 characters occur 3+ times in it (a loop with no full stop
-    runs to max_tokens, so its tail is one of its repeats)."""
-    chunks = [c.strip() for c in _CHUNK_SPLIT_RE.split(prose)]
-    counts = Counter(c for c in chunks if len(c) >= 10)
+def _may_loop(chunks: list) -> bool:
+    """Cheap gate (C-level string work) before the word-level search: a chunk
+    between sentence ends that occurs 3+ times, or a chunk whose first or last few
+    characters occur 3+ times inside it (a loop with no full stop runs to
+    max_tokens, so its tail is one of its repeats)."""
+    counts = Counter(c for c in chunks if len(c) >= 5)
     if counts and counts.most_common(1)[0][1] >= 3:
         return True
-    return any(len(c) >= 60 and c.count(c[-20:]) >= 3 for c in chunks)
+    for c in chunks:
+        if len(c) >= 12:
+            n = 8 if c.isascii() else 4
+            if c.count(c[-n:]) >= 3 or c.count(c[:n]) >= 3:
+                return True
+    return False
 
 
-def _candidate_periods(words: list, settings, prose: str) -> list:
-    """Periods worth testing: 1..max_period_words, plus, when `_may_loop_long`, every
-    distance between a word and its previous occurrence that recurs often enough to
-    be a loop."""
+def _candidate_periods(words: list, settings) -> list:
+    """Periods worth testing: 1..max_period_words, plus every distance between a
+    word and its previous occurrence that recurs often enough to be a loop."""
     periods = list(range(1, settings.max_period_words + 1))
-    if len(words) < 3 * (settings.max_period_words + 1) or not _may_loop_long(prose):
+    if len(words) < 3 * (settings.max_period_words + 1):
         return periods
     last = {}
     dist = Counter()
@@ -138,13 +140,13 @@ def _line_loop(lines: list, in_code: list, settings):
     return None, warnings
 
 
-def _word_loop(words: list, settings, prose: str):
+def _word_loop(words: list, settings):
     """A Finding for the first back-to-back loop of words, or None. Prose units
     loop from the third repeat; units that read as log lines need as many repeats
     as a repeated log line."""
     minlen = settings.repetition_min_length
     k_prose = settings.repetition_threshold
-    for p in _candidate_periods(words, settings, prose):
+    for p in _candidate_periods(words, settings):
         for start, k in _tandem_runs(words, p, k_prose):
             block = words[start:start + p]
             if not any(_ALNUM_RE.search(w) for w in block):
@@ -173,13 +175,15 @@ def detect(content: str, settings) -> list:
     # word looping inside a paragraph ("User: User: ...", 的的的的, a sentence
     # with no full stop). Code lines are left to the line grain.
     prose = "\n".join(x for x, c in zip(lines, in_code) if not c and not _TABLE_LINE_RE.match(x))
-    hit = _word_loop(_WORD_RE.findall(prose), settings, prose)
-    if hit:
-        return [hit]
+    chunks = [c.strip() for c in _CHUNK_SPLIT_RE.split(prose)]
+    if _may_loop(chunks):
+        hit = _word_loop(_WORD_RE.findall(prose), settings)
+        if hit:
+            return [hit]
     # Incidental: one long sentence several times, not back to back.
-    sentences = [x for x in _SENTENCE_SPLIT_RE.split(prose) if len(x) >= 60]
-    if sentences:
-        sent, count = Counter(sentences).most_common(1)[0]
+    counts = Counter(c for c in chunks if len(c) >= 60)
+    if counts:
+        sent, count = counts.most_common(1)[0]
         if count >= settings.repetition_threshold:
             warnings.append(Finding("repeated_sentence", f"one sentence appears {count} times ({sent[:40]!r})", failure=False))
     return warnings[:1]
