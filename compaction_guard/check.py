@@ -5,6 +5,9 @@
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Optional
@@ -19,24 +22,29 @@ from .tokens import estimate_tokens, shannon_entropy
 _ENTROPY_SAMPLE = 1 << 20
 
 
-def _input_tokens(record: SummaryRecord) -> Optional[int]:
-    if record.input_text is not None:
-        return estimate_tokens(record.input_text)
-    return record.input_tokens
+def _content(record: SummaryRecord) -> str:
+    c = record.content
+    return c if isinstance(c, str) else ("" if c is None else str(c))
+
+
+def _detect(job) -> tuple:
+    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy)."""
+    content, input_text, input_tokens, settings, allow_own_l3 = job
+    if input_text is not None:
+        input_tokens = estimate_tokens(input_text)
+    output_tokens = estimate_tokens(content)
+    entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
+    findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
+                          entropy=entropy, allow_own_l3=allow_own_l3)
+    return findings, output_tokens, input_tokens, entropy
 
 
 def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Optional[StaleTracker] = None,
                  allow_own_l3: bool = False) -> Result:
     """Validate one record. Pass the same StaleTracker across records of one check."""
-    content = record.content if isinstance(record.content, str) else ("" if record.content is None else str(record.content))
-    output_tokens = estimate_tokens(content)
-    input_tokens = _input_tokens(record)
-    entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
-    findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          entropy=entropy, allow_own_l3=allow_own_l3)
-    if stale is None:
-        stale = StaleTracker()
-    findings += stale.detect(record)
+    findings, output_tokens, input_tokens, entropy = _detect(
+        (_content(record), record.input_text, record.input_tokens, settings, allow_own_l3))
+    findings += (stale or StaleTracker()).detect(record)
     return Result(record.id, record.source, findings, output_tokens, input_tokens, entropy)
 
 
@@ -60,7 +68,7 @@ class CheckReport:
 
     @property
     def failures_found(self) -> int:
-        return sum(1 for r in self.results if not r.valid)
+        return sum(1 for r in self.results if r.findings and not r.valid)
 
     @property
     def escalations(self) -> int:
@@ -89,11 +97,54 @@ class CheckReport:
         }
 
 
+# Below this much summary text a second process costs more than it saves.
+PARALLEL_MIN_CHARS = 500_000
+
+
+def _workers(records: list) -> int:
+    cpus = os.cpu_count() or 1
+    if cpus < 2 or len(records) < 64:
+        return 1
+    total = sum(len(r.content) for r in records if isinstance(r.content, str))
+    return min(cpus, 4) if total >= PARALLEL_MIN_CHARS else 1
+
+
+# Set just before the worker processes fork, so they read the records from the
+# memory they inherit instead of receiving them through a pipe.
+_SHARED: tuple = ()
+
+
+def _detect_slice(bounds: tuple) -> list:
+    records, settings = _SHARED
+    return [_detect((_content(r), r.input_text, r.input_tokens, settings, False)) for r in records[bounds[0]:bounds[1]]]
+
+
+def _parallel(records: list, settings: Settings, workers: int) -> list:
+    global _SHARED
+    step = 256
+    slices = [(i, min(i + step, len(records))) for i in range(0, len(records), step)]
+    _SHARED = (records, settings)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return [o for part in pool.map(_detect_slice, slices) for o in part]
+    finally:
+        _SHARED = ()
+
+
 def check_records(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
-                  report: Optional[CheckReport] = None) -> CheckReport:
-    """Validate records in order; staleness is tracked across them."""
+                  report: Optional[CheckReport] = None, workers: Optional[int] = None) -> CheckReport:
+    """Validate records in order; staleness is tracked across them. Large batches
+    spread the per-summary detectors over the machine's cores (`workers`, default
+    automatic); staleness is then checked in order in this process."""
     report = report or CheckReport()
+    records = records if isinstance(records, list) else list(records)
+    workers = _workers(records) if workers is None else workers
+    if workers > 1:
+        outcomes = _parallel(records, settings, workers)
+    else:
+        outcomes = map(_detect, ((_content(r), r.input_text, r.input_tokens, settings, False) for r in records))
     stale = StaleTracker()
-    for rec in records:
-        report.results.append(check_record(rec, settings, stale))
+    for rec, (findings, output_tokens, input_tokens, entropy) in zip(records, outcomes):
+        findings += stale.detect(rec)
+        report.results.append(Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy))
     return report

@@ -37,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _out(args, doc: dict, text: str) -> None:
-    sys.stdout.write(render.to_json(doc) + "\n" if args.format == "json" else text)
+    if args.format == "json":
+        sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
+    else:
+        sys.stdout.write(text)
 
 
 def run(argv=None) -> int:

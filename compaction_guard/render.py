@@ -6,8 +6,10 @@ import json
 LEVEL_NAMES = {"l1_normal": "L1 normal", "l2_aggressive": "L2 aggressive", "l3_deterministic": "L3 deterministic"}
 
 
-def to_json(doc: dict) -> str:
-    return json.dumps(doc, ensure_ascii=False, indent=2)
+def to_json(doc: dict, pretty: bool = True) -> str:
+    """One JSON document. Indented for a person; compact (the C encoder, ~5x faster)
+    when it goes to a pipe or file."""
+    return json.dumps(doc, ensure_ascii=False, indent=2 if pretty else None)
 
 
 def check_text(report) -> str:

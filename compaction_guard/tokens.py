@@ -17,7 +17,8 @@ CJK_CLASS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
 CJK_RE = re.compile(f"[{CJK_CLASS}]")
-ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+# CJK and astral characters (emoji) both count one token: one pass counts both.
+ONE_TOKEN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]")
 
 
 def estimate_tokens(text: str) -> int:
@@ -28,10 +29,9 @@ def estimate_tokens(text: str) -> int:
     if text.isascii():
         return math.ceil(n / 4)
     ascii_n = len(text.encode("ascii", "ignore"))
-    cjk = CJK_RE.subn("", text)[1]
-    astral = ASTRAL_RE.subn("", text)[1]
-    other = n - ascii_n - cjk - astral
-    return math.ceil(ascii_n / 4 + cjk + astral + other * 0.5)
+    whole = len(ONE_TOKEN_RE.findall(text))
+    other = n - ascii_n - whole
+    return math.ceil(ascii_n / 4 + whole + other * 0.5)
 
 
 def seed_tokens(text: str) -> int:

@@ -56,7 +56,7 @@ _ANY_TAG_RE = re.compile(rf"{_OPEN_TAGS}|{_CLOSE_TAGS}", re.I)
 
 def strip_reasoning(text: str) -> Reasoning:
     """Remove reasoning blocks; report what was removed."""
-    if not _ANY_TAG_RE.search(text) and not THINKING_HEADER_RE.match(text):
+    if ("<" not in text and "◁" not in text or not _ANY_TAG_RE.search(text)) and not THINKING_HEADER_RE.match(text):
         return Reasoning(text, None, 0)
     removed = 0
     kind = None
@@ -184,7 +184,7 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
 
 
 def _is_skeleton(text: str) -> bool:
-    if len(text) > 3000:
+    if len(text) > 3000 or ("#" not in text and "**" not in text):
         return False
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines or len(lines) > 40:

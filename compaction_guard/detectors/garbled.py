@@ -127,6 +127,7 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
 
 
 _NONSPACE_RE = re.compile(r"\S*")
+_LETTERS_RE = re.compile(r"[^\W\d_]*")
 _PIECE_CHAR_RE = re.compile("[\u0120\u010a\u0109\u2581]")
 # Symbols that prose hardly uses; random printable text is full of them.
 _RARE_SYMBOLS = "#$%^&*+={}[]|\\;<>~`"
@@ -149,9 +150,7 @@ def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = Fal
             s = i
             while s > 0 and text[s - 1].isalpha():
                 s -= 1
-            e = m.end()
-            while e < len(text) and text[e].isalpha():
-                e += 1
+            e = _LETTERS_RE.match(text, m.end()).end()
         else:
             s = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
             e = max(i + 1, _NONSPACE_RE.match(text, i).end())
@@ -195,10 +194,11 @@ def _spans(text: str, settings) -> dict:
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
-    spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
-                          if m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum()]
+    if sum(map(text.count, "0123456789")) >= settings.token_id_run:
+        spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
+                              if m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum()]
     spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
-    if sum(text.count(ch) for ch in _RARE_SYMBOLS) >= 4:
+    if sum(map(text.count, _RARE_SYMBOLS)) >= 4:
         spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
                                    and not _balanced_brackets(text[s:e])] + _random_windows(text)

@@ -55,15 +55,12 @@ def _may_loop(chunks: list) -> bool:
     between sentence ends that occurs 3+ times, or a chunk whose first or last few
     characters occur 3+ times inside it (a loop with no full stop runs to
     max_tokens, so its tail is one of its repeats)."""
-    counts = Counter(c for c in chunks if len(c) >= 5)
-    if counts and counts.most_common(1)[0][1] >= 3:
-        return True
-    for c in chunks:
-        if len(c) >= 12:
-            n = 8 if c.isascii() else 4
-            if c.count(c[-n:]) >= 3 or c.count(c[:n]) >= 3:
-                return True
-    return False
+    if len(set(chunks)) < len(chunks):
+        counts = Counter(c for c in chunks if len(c) >= 5)
+        if counts and counts.most_common(1)[0][1] >= 3:
+            return True
+    return any(c.count(c[-8:]) >= 3 or c.count(c[:8]) >= 3 if c.isascii() else
+               c.count(c[-4:]) >= 3 or c.count(c[:4]) >= 3 for c in chunks if len(c) >= 12)
 
 
 def _candidate_periods(words: list, settings) -> list:
@@ -101,20 +98,19 @@ def _structured(line: str, in_code: bool) -> bool:
 
 def _lines(content: str):
     """Non-blank lines, whitespace-normalized, each with whether it sits in a code fence."""
-    out, in_code_flags = [], []
+    lines = [" ".join(raw.split()) for raw in content.splitlines()]
+    lines = [x for x in lines if x]
+    if "```" not in content and "~~~" not in content:
+        return lines, [False] * len(lines)
+    in_code_flags = []
     in_code = False
-    for raw in content.splitlines():
-        line = " ".join(raw.split())
-        if not line:
-            continue
+    for line in lines:
         if _FENCE_RE.match(line):
             in_code = not in_code
-            out.append(line)          # a looping fence is still a loop
-            in_code_flags.append(True)
-            continue
-        out.append(line)
-        in_code_flags.append(in_code)
-    return out, in_code_flags
+            in_code_flags.append(True)   # a looping fence is still a loop
+        else:
+            in_code_flags.append(in_code)
+    return lines, in_code_flags
 
 
 def _line_loop(lines: list, in_code: list, settings):
@@ -174,7 +170,10 @@ def detect(content: str, settings) -> list:
     # 2. Words and CJK characters outside code and tables: a sentence, phrase or
     # word looping inside a paragraph ("User: User: ...", 的的的的, a sentence
     # with no full stop). Code lines are left to the line grain.
-    prose = "\n".join(x for x, c in zip(lines, in_code) if not c and not _TABLE_LINE_RE.match(x))
+    if "|" in content or any(in_code):
+        prose = "\n".join(x for x, c in zip(lines, in_code) if not c and not _TABLE_LINE_RE.match(x))
+    else:
+        prose = "\n".join(lines)
     chunks = [c.strip() for c in _CHUNK_SPLIT_RE.split(prose)]
     if _may_loop(chunks):
         hit = _word_loop(_WORD_RE.findall(prose), settings)
