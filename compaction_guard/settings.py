@@ -38,8 +38,8 @@ class Settings:
     garbled_warn_chars: int = 24
     # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
     mojibake_min_sequences: int = 3
-    # Consecutive integers that read as a dump of token ids.
-    token_id_run: int = 16
+    # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).
+    token_id_run: int = 32
 
     # --- repetition ------------------------------------------------------------
     # Seed: one 20+ character phrase 3+ times. Applied to back-to-back repeats of

@@ -9,7 +9,7 @@ from build import build  # noqa: E402
 
 
 def test_corpus_meets_targets():
-    samples = build() + build(seed=7, base="holdout.yaml")
+    samples = evaluate.corpus()
     res = evaluate.evaluate(samples, evaluate.guard_verdict)
     assert res["good_n"] >= 800
     assert evaluate.targets_met(res) == []

@@ -137,11 +137,14 @@ ERROR_START_RE = re.compile(
     r"(?:openai|anthropic|litellm|httpx|requests)\.\w*(?:error|exception)|"
     r"\w*(?:apierror|apiconnectionerror|ratelimiterror|timeouterror|apitimeouterror)\b|"
     r"rate limit (?:exceeded|reached)|context_length_exceeded|"
-    r"the model `?[\w./:-]+`? does not exist|"
-    r"(?:fatal )?error\s*:|exception\s*:|\[error\]"
+    r"the model `?[\w./:-]+`? does not exist"
     r")",
     re.I,
 )
+# A bare "Error: ..." is error text only when it is one short statement; a summary
+# may open with "Error:" and go on to say what was done about it.
+GENERIC_ERROR_RE = re.compile(r"\A\s*(?:(?:fatal )?error|exception|\[error\])\s*:\s", re.I)
+_NEXT_SENTENCE_RE = re.compile(r"[.!?]\s+[A-Z]|\n\s*\S")
 
 # Refusals at the start, in the languages the guard is tested on.
 REFUSAL_START_RE = re.compile(
@@ -222,7 +225,8 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
                                     f"{stripped[:60]!r}); the history it replaced is not in it, re-run compaction"))
             return findings
     if len(stripped) <= settings.max_error_text_chars:
-        m = ERROR_START_RE.match(stripped)
+        m = ERROR_START_RE.match(stripped) or (
+            len(stripped) <= 300 and GENERIC_ERROR_RE.match(stripped) and not _NEXT_SENTENCE_RE.search(stripped))
         if m:
             findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
                                     "fix the summarizer's provider and re-run compaction"))

@@ -10,6 +10,7 @@ C-level regex over the text; Python only looks at the few candidates it returns.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -98,7 +99,7 @@ INNER_SYMBOL_RE = re.compile(r"[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?<=\S[!#$%^&*()+=
 WINDOW = 256
 WINDOW_MIN_INNER = 0.10
 WINDOW_MIN_ENTROPY = 5.45
-_INLINE_CODE_RE = re.compile(r"`[^`\n]{1,200}`")
+_INLINE_CODE_RE = re.compile(r"`[^`\n]{1,60}`")
 
 
 def _class_switch_rate(tok: str) -> float:
@@ -245,7 +246,9 @@ def _random_windows(text: str) -> list:
         raw = text[start:start + WINDOW]
         chunk = _INLINE_CODE_RE.sub(" ", raw)   # quoted commands and regexes are not noise
         visible = len(chunk) - chunk.count(" ") - chunk.count("\n")
-        if visible >= 48 and n >= visible * WINDOW_MIN_INNER and shannon_entropy(chunk) >= WINDOW_MIN_ENTROPY:
+        # a short window cannot reach the entropy of a long one: log2(length) caps it
+        need = min(WINDOW_MIN_ENTROPY, math.log2(max(len(chunk), 2)) - 0.75)
+        if visible >= 48 and n >= visible * WINDOW_MIN_INNER and shannon_entropy(chunk) >= need:
             out.append((start, start + len(raw)))
     return out
 

@@ -32,6 +32,7 @@ _LOG_LINE_RE = re.compile(
 )
 # Words only logs write: upper-case levels, errno names, HTTP statuses, tracebacks.
 _LOG_WORDS_RE = re.compile(r"\b(?:ERR!?|ERROR|WARN(?:ING)?|FATAL|DEBUG|Traceback|E[A-Z]{4,}|[45]\d\d [A-Z][a-z]+)\b")
+_SENTENCES_RE = re.compile(r"[.!?]\s+[A-Z]")
 _TABLE_LINE_RE = re.compile(r"^\s*\|")
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 
@@ -90,8 +91,10 @@ def _unit_size(text: str) -> int:
 def _structured(line: str, in_code: bool) -> bool:
     """Log lines, code and short fragments repeat legitimately (retries); a whole
     table row or a line of prose does not."""
-    if in_code or _LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line):
+    if in_code:
         return True
+    if (_LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line)) and not (len(line) > 160 and _SENTENCES_RE.search(line)):
+        return True   # a log line; a paragraph that mentions errors is still prose
     n = len(_ALNUM_RE.findall(line))
     return not (n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8)
 

@@ -38,6 +38,7 @@ class Sample:
     context: list = field(default_factory=list)   # earlier contents in the same stale scope
     also: tuple = ()              # other failure kinds this sample legitimately has
     lang: str = "en"
+    part: str = "development"     # "development" (good.yaml) or "held-out" (holdout.yaml)
 
 
 def load_good(name: str = "good.yaml") -> list:
@@ -255,8 +256,10 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         by_lang.setdefault(g["lang"], []).append(g)
     samples = []
 
+    part = {"holdout.yaml": "held-out", "adversarial.yaml": "adversarial"}.get(base, "development")
+
     def add(**kw):
-        samples.append(Sample(**kw))
+        samples.append(Sample(part=part, **kw))
 
     # ---------------------------------------------------------------- good
     for g in goods:

@@ -33,6 +33,11 @@ TARGET_SEED_RECALL = 0.98
 TARGET_REAL_RECALL = 0.90
 
 
+def corpus() -> list:
+    """Development, held-out and adversarial parts."""
+    return build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
+
+
 def guard_verdict(sample, settings=DEFAULT) -> list:
     tracker = StaleTracker()
     for i, earlier in enumerate(sample.context):
@@ -115,9 +120,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", action="store_true", help="also evaluate the seed's literal rules")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
-    samples = build() + build(seed=7, base="holdout.yaml")
-    dev = [s for s in samples if not s.id.split("/")[-1].startswith("ho-")]
-    held = [s for s in samples if s.id.split("/")[-1].startswith("ho-")]
+    samples = corpus()
+    dev = [s for s in samples if s.part == "development"]
+    held = [s for s in samples if s.part == "held-out"]
     res = evaluate(samples, guard_verdict)
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "misses"}, indent=2))
@@ -128,7 +133,10 @@ def main(argv=None) -> int:
         print()
         print(table(evaluate(dev, guard_verdict), "development part (good.yaml)"))
         print()
-        print(table(evaluate(held, guard_verdict), "held-out part (holdout.yaml, never tuned on)"))
+        print(table(evaluate(held, guard_verdict), "held-out part (holdout.yaml: written after calibration)"))
+        print()
+        adv = [s for s in samples if s.part == "adversarial"]
+        print(table(evaluate(adv, guard_verdict), "adversarial part (adversarial.yaml: good text made to trip rules)"))
     if args.seed:
         print()
         print(table(evaluate(samples, seed_verdict), "the seed's literal rules"))
