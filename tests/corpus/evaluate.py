@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         print(json.dumps({k: v for k, v in res.items() if k != "misses"}, indent=2))
     else:
         print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures); "
-              f"{len(held)} of them from the held-out base texts\n")
+              f"{len(held)} held out, {len([s for s in samples if s.part == 'adversarial'])} adversarial\n")
         print(table(res, "compaction-resilience-guard (default settings), whole corpus"))
         print()
         print(table(evaluate(dev, guard_verdict), "development part (good.yaml)"))
