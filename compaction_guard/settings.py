@@ -73,6 +73,8 @@ class Settings:
     max_failures_kept: int = 500
     max_check_history: int = 100
     max_chain_history: int = 200
+    # Stored summaries remembered as counted (16 hex chars each).
+    max_seen_summaries: int = 50_000
     l3_warning_share: float = 0.10
 
     def with_overrides(self, **changes) -> "Settings":
