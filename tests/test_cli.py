@@ -89,3 +89,17 @@ def test_corrupt_state_warns_on_stderr_keeps_json_clean(demo_home):
     p = run_guard("--status", "--format", "json", home=demo_home)
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "NEVER_CHECKED"
     assert "corrupt" in p.stderr
+
+
+def test_installed_entry_point_has_the_same_flags(demo_home):
+    """`pip install .` puts compaction-guard next to this interpreter (scripts/setup.sh does it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "compaction-guard"
+    if not exe.exists():
+        pytest.skip("compaction-guard is not installed in this environment (run scripts/setup.sh)")
+    p = subprocess.run([str(exe), "--check", "--format", "json"], capture_output=True, text=True,
+                       env=dict(os.environ, OPENCLAW_HOME=str(demo_home)), timeout=60)
+    assert p.returncode == 1 and json.loads(p.stdout)["summaries_checked"] == 10
