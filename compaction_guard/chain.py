@@ -2,8 +2,10 @@
 
 Escalation is a loop over level settings and one predicate (after whisper's
 decode_with_fallback): a level's output goes through the same detectors as a stored
-summary, and any failure moves on to the next level at once. L3 is deterministic
-truncation: it always returns, and it never grows the input.
+summary, and any failure (a detector's, or the summarizer's own: HTTP error after
+retries, timeout, refusal, reasoning only, cut off at max_tokens) moves on to the
+next level at once. L3 is deterministic truncation: it always returns, it never
+grows the input, and it runs even when the chain's deadline has passed.
 
     result = run_chain(text)                       # the embedded extractive summarizer
     result = run_chain(text, summarizer=my_llm)    # anything with .summarize(text, request)
@@ -18,21 +20,26 @@ from typing import Optional
 from .check import check_record
 from .records import SummaryRecord
 from .settings import DEFAULT, Settings
-from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryRequest, truncate_l3
+from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryReply, SummaryRequest, truncate_l3
 from .tokens import estimate_tokens
 
 LEVEL_KEYS = {1: "l1_normal", 2: "l2_aggressive", 3: "l3_deterministic"}
 STRATEGIES = {1: "normal", 2: "aggressive", 3: "deterministic"}
 
 
-def level_requests(input_tokens: int, settings: Settings) -> list:
-    """The LLM levels' settings: L2 has a smaller target and a lower temperature."""
+def level_requests(input_tokens: int, settings: Settings, deadline: Optional[float] = None) -> list:
+    """The LLM levels' settings. L2: a smaller target and max_tokens, a lower
+    temperature (at most 0.2), reasoning reduced."""
+    l1_target = max(64, min(settings.l1_max_tokens, int(input_tokens * settings.l1_target_ratio)))
+    l2_target = max(32, min(settings.l2_max_tokens, int(input_tokens * settings.l2_target_ratio)))
+    l1_max = l1_target + max(64, l1_target // 2)
+    l2_max = min(l2_target + max(32, l2_target // 2), l1_max - 1)
+    l2_temp = min(0.2, settings.l2_temperature, settings.l1_temperature - 0.05)
     return [
-        SummaryRequest(level=1, strategy="normal",
-                       target_tokens=max(16, min(settings.l1_max_tokens, int(input_tokens * settings.l1_target_ratio)))),
-        SummaryRequest(level=2, strategy="aggressive",
-                       target_tokens=max(8, min(settings.l2_max_tokens, int(input_tokens * settings.l2_target_ratio))),
-                       temperature=0.1, reduce_reasoning=True),
+        SummaryRequest(level=1, strategy="normal", target_tokens=l1_target, max_tokens=l1_max,
+                       temperature=settings.l1_temperature, deadline=deadline),
+        SummaryRequest(level=2, strategy="aggressive", target_tokens=l2_target, max_tokens=l2_max,
+                       temperature=max(0.0, l2_temp), reduce_reasoning=True, deadline=deadline),
     ]
 
 
@@ -46,11 +53,16 @@ class Attempt:
     seconds: float
     reasons: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    retries: int = 0
+    skipped: bool = False
 
     def to_dict(self) -> dict:
-        return {"level": self.level, "strategy": self.strategy, "valid": self.valid, "failures": self.failures,
-                "output_tokens": self.output_tokens, "seconds": round(self.seconds, 4), "reasons": self.reasons,
-                "warnings": self.warnings}
+        d = {"level": self.level, "strategy": self.strategy, "valid": self.valid, "failures": self.failures,
+             "output_tokens": self.output_tokens, "seconds": round(self.seconds, 4), "reasons": self.reasons,
+             "warnings": self.warnings, "retries": self.retries}
+        if self.skipped:
+            d["skipped"] = True
+        return d
 
 
 @dataclass
@@ -61,6 +73,10 @@ class ChainResult:
     output_tokens: int
     attempts: list
     summarizer: str = "extractive"
+    provider: str = "extractive"
+    model: str = ""
+    breaker_open: bool = False
+    notes: list = field(default_factory=list)
 
     @property
     def level_key(self) -> str:
@@ -68,29 +84,55 @@ class ChainResult:
 
     def to_dict(self) -> dict:
         return {"level_used": self.level_used, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "result": self.summary, "summarizer": self.summarizer,
+                "result": self.summary, "provider": self.provider, "model": self.model, "summarizer": self.summarizer,
+                "breaker_open": self.breaker_open, "notes": self.notes,
                 "attempts": [a.to_dict() for a in self.attempts]}
 
 
-def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_id: str = "simulate") -> ChainResult:
-    """Summarize `text`, escalating L1 -> L2 -> L3 until a summary passes every detector."""
+def _describe(summarizer) -> str:
+    return summarizer.describe() if hasattr(summarizer, "describe") else getattr(summarizer, "name", type(summarizer).__name__)
+
+
+def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_id: str = "chain",
+              previous: Optional[str] = None, skip_llm: bool = False,
+              deadline_seconds: Optional[float] = None) -> ChainResult:
+    """Summarize `text`, escalating L1 -> L2 -> L3 until a summary passes every detector.
+
+    previous:  the summary this one replaces (so a stale answer is caught)
+    skip_llm:  go straight to L3 (the circuit breaker is open)
+    deadline_seconds: the whole chain's budget (default settings.chain_deadline_seconds)
+    """
     summarizer = summarizer or ExtractiveSummarizer()
     input_tokens = estimate_tokens(text)
+    budget = settings.chain_deadline_seconds if deadline_seconds is None else deadline_seconds
+    deadline = time.monotonic() + budget
     attempts = []
-    for request in level_requests(input_tokens, settings):
+    meta = {"summarizer": _describe(summarizer), "provider": getattr(summarizer, "name", "custom"),
+            "model": getattr(summarizer, "model", "") or ""}
+    for request in level_requests(input_tokens, settings, deadline):
+        if skip_llm:
+            attempts.append(Attempt(request.level, request.strategy, False, [], 0, 0.0, skipped=True,
+                                    warnings=["skipped: circuit breaker open"]))
+            continue
         t0 = time.perf_counter()
+        if time.monotonic() >= deadline:
+            attempts.append(Attempt(request.level, request.strategy, False, ["timeout"], 0, 0.0,
+                                    reasons={"timeout": f"the chain's {budget:g} s deadline passed before this level"}))
+            continue
         try:
-            out = summarizer.summarize(text, request)
+            reply = summarizer.summarize(text, request)
         except SummarizerError as exc:
             attempts.append(Attempt(request.level, request.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
-                                    reasons={exc.kind: str(exc)}))
+                                    reasons={exc.kind: str(exc)}, retries=exc.retries))
             continue
-        verdict = check_record(SummaryRecord(record_id, out or "", "chain", input_text=text), settings)
+        if not isinstance(reply, SummaryReply):
+            reply = SummaryReply("" if reply is None else str(reply))
+        verdict = check_record(SummaryRecord(record_id, reply.text, "chain", input_text=text, previous=previous), settings)
         attempts.append(Attempt(request.level, request.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
-                                time.perf_counter() - t0, verdict.reasons, verdict.warnings))
+                                time.perf_counter() - t0, verdict.reasons, reply.warnings + verdict.warnings,
+                                reply.retries))
         if verdict.valid:
-            return ChainResult(out, request.level, input_tokens, verdict.output_tokens, attempts,
-                               getattr(summarizer, "name", type(summarizer).__name__))
+            return ChainResult(reply.text, request.level, input_tokens, verdict.output_tokens, attempts, **meta)
     t0 = time.perf_counter()
     cut = truncate_l3(text, settings)
     verdict = check_record(SummaryRecord(record_id, cut.text, "chain", input_text=text), settings, allow_own_l3=True)
@@ -98,5 +140,4 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
     notes = [f"{k}: {r} (inherited from the input)" for k, r in verdict.reasons.items()]
     attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
                             warnings=verdict.warnings + notes))
-    return ChainResult(cut.text, 3, input_tokens, verdict.output_tokens, attempts,
-                       getattr(summarizer, "name", type(summarizer).__name__))
+    return ChainResult(cut.text, 3, input_tokens, verdict.output_tokens, attempts, breaker_open=skip_llm, **meta)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import operations, render
+from . import faults, operations, providers, render
 from .errors import GuardError
 from .settings import DEFAULT
 from .stores import openclaw_home, read_text
@@ -26,14 +26,34 @@ def build_parser() -> argparse.ArgumentParser:
     act = p.add_mutually_exclusive_group()
     act.add_argument("--check", action="store_true", help="validate the compaction outputs it can find (or --file)")
     act.add_argument("--simulate", metavar="TEXT", help="run the 3-level chain on TEXT ('-' reads stdin)")
+    act.add_argument("--compact", action="store_true",
+                     help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
     act.add_argument("--report", action="store_true", help="failure and escalation history")
     act.add_argument("--status", action="store_true", help="last check summary (the default)")
     p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
-    p.add_argument("--input", metavar="FILE", help="with --check --file TEXT: the source text the summary replaced")
+    p.add_argument("--input", metavar="FILE", help="with --compact: the text to summarize ('-' or none: stdin); "
+                   "with --check --file TEXT: the source text the summary replaced")
+    p.add_argument("--previous", metavar="FILE", help="with --compact/--simulate: the summary this one replaces")
     p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file TEXT: the source's size in tokens")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text for people, json for machines")
     p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
+    llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
+    llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
+    llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
+    llm.add_argument("--model", metavar="NAME", help="$GUARD_MODEL")
+    llm.add_argument("--api-key-env", metavar="VAR", help="variable holding the key (OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    llm.add_argument("--timeout", metavar="SECONDS", type=float, help="per call ($GUARD_TIMEOUT, default 60)")
+    llm.add_argument("--fault", metavar="L1=KIND,L2=KIND", help="inject failures to watch escalation "
+                     "(empty, inflation, garbled, repetition, truncation_marker, stale, error, timeout, refusal, ...)")
     return p
+
+
+def _read_input(path) -> str:
+    if path in (None, "-"):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise GuardError("--compact reads the text to summarize from --input FILE or standard input; give one")
+        return sys.stdin.read()
+    return read_text(Path(path), "input file")[0]
 
 
 def _out(args, doc: dict, text: str) -> None:
@@ -47,19 +67,36 @@ def run(argv=None) -> int:
     args = build_parser().parse_args(argv)
     home = Path(args.home).expanduser() if args.home else openclaw_home()
     settings = DEFAULT
-    if (args.file or args.input or args.input_tokens is not None) and not args.check:
-        raise GuardError("--file, --input and --input-tokens go with --check; add --check")
+    if (args.file or args.input_tokens is not None) and not args.check:
+        raise GuardError("--file and --input-tokens go with --check; add --check")
+    if args.input and not (args.check or args.compact):
+        raise GuardError("--input goes with --compact (the text to summarize) or --check --file (the source)")
     if args.input_tokens is not None and args.input_tokens < 0:
         raise GuardError("--input-tokens must be 0 or more")
+    if (args.provider or args.base_url or args.model or args.api_key_env or args.timeout is not None or args.fault) \
+            and not (args.simulate is not None or args.compact):
+        raise GuardError("--provider, --base-url, --model, --api-key-env, --timeout and --fault go with "
+                         "--simulate or --compact")
     if args.check:
         input_text = read_text(Path(args.input), "input file")[0] if args.input else None
         rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens)
         _out(args, rep.to_dict(), render.check_text(rep))
         return 1 if rep.failures_found else 0
-    if args.simulate is not None:
-        text = sys.stdin.read() if args.simulate == "-" else args.simulate
-        result = operations.simulate(text, home, settings=settings)
-        _out(args, result.to_dict(), render.simulate_text(result))
+    if args.simulate is not None or args.compact:
+        if args.compact:
+            text = _read_input(args.input)
+        else:
+            text = sys.stdin.read() if args.simulate == "-" else args.simulate
+        previous = read_text(Path(args.previous), "previous summary")[0] if args.previous else None
+        flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
+                 "api_key_env": args.api_key_env, "timeout": args.timeout}
+        choice = providers.resolve(flags, home)
+        result = operations.compact(text, home, settings=settings, choice=choice, faults=faults.parse(args.fault),
+                                    previous=previous)
+        if args.compact and args.format != "json":
+            sys.stdout.write(result.summary + ("" if result.summary.endswith("\n") else "\n"))
+        else:
+            _out(args, result.to_dict(), render.simulate_text(result))
         return 0
     if args.report:
         rep = operations.report(home, settings)

@@ -2,7 +2,8 @@
 
     check(home=..., file=None)        -> CheckReport, recorded in the state
     simulate(text, summarizer=None)   -> ChainResult, counted in level_usage
-    report(home)                      -> dict: level mix, L3 warning, recent failures
+    compact(text, ...)                -> ChainResult for compactors (same chain as simulate)
+    report(home)                      -> dict: level mix, L3 warning, recent failures, breaker
     status(home)                      -> dict: the last check at a glance
 """
 from __future__ import annotations
@@ -11,7 +12,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
+from . import breaker, providers
 from .chain import run_chain
+from .faults import FaultySummarizer
+from .providers import ProviderChoice
 from .check import CheckReport, check_records
 from .settings import DEFAULT, Settings
 from .state import LEVEL_KEYS, StateStore, record_chain, record_check, state_path
@@ -45,14 +49,37 @@ def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, 
     return report
 
 
-def simulate(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT, save: bool = True):
-    """Run the 3-level chain on `text`; the run counts in level_usage."""
-    result = run_chain(text, summarizer=summarizer, settings=settings)
+def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,
+            choice: Optional[ProviderChoice] = None, faults: Optional[dict] = None, previous: Optional[str] = None,
+            save: bool = True):
+    """Run the 3-level chain on `text` and return the ChainResult (always a valid summary).
+
+    The summarizer is `summarizer`, else the provider `choice`, else the configured one
+    (flags/env/openclaw.json, see providers.resolve). `faults` ({level: kind}) injects
+    failures. When the circuit breaker is open the LLM levels are skipped. The run counts
+    in level_usage and updates the breaker."""
+    home = Path(home) if home is not None else stores.openclaw_home()
+    store = _store(home, settings)
+    skip = breaker.open_until(store.read()) is not None
+    notes = []
+    if summarizer is None:
+        choice = choice or providers.resolve({}, home)
+        if choice.note:
+            notes.append(choice.note)
+        summarizer = providers.build(choice, settings)
+    if faults:
+        summarizer = FaultySummarizer(summarizer, faults, previous or "")
+    result = run_chain(text, summarizer=summarizer, settings=settings, previous=previous, skip_llm=skip)
+    result.notes = notes
     if save:
-        home = Path(home) if home is not None else stores.openclaw_home()
-        with _store(home, settings).update() as state:
+        with store.update() as state:
             record_chain(state, result)
+            breaker.record(state, result.level_used, skip, settings)
     return result
+
+
+# --simulate and --compact run the same chain; --compact is what compactors call.
+simulate = compact
 
 
 def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: int = 10) -> dict:
@@ -79,7 +106,17 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "recent_failures": failures[-recent:][::-1],
         "checks": len(state["check_history"]),
         "chain_runs": len(state["chain_history"]),
+        "circuit_breaker": _breaker_summary(state, settings),
     }
+
+
+def _breaker_summary(state: dict, settings: Settings) -> dict:
+    c = breaker.circuit(state)
+    return {"open_until": breaker.open_until(state), "consecutive_l3": c["consecutive_l3"],
+            "threshold": settings.breaker_threshold, "cooldown_seconds": settings.breaker_cooldown_seconds,
+            "opened": sum(1 for e in c["events"] if e.get("event") == "opened"),
+            "skipped_chains": sum(1 for e in c["events"] if e.get("event") == "skipped"),
+            "recent_events": c["events"][-5:][::-1]}
 
 
 def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
@@ -98,4 +135,5 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
         "failures_by_kind": last.get("failures_by_kind", {}) if last else {},
         "level_usage": usage,
         "l3_share": round(usage["l3_deterministic"] / total, 4) if total else 0.0,
+        "circuit_open_until": breaker.open_until(state),
     }

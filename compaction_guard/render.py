@@ -46,8 +46,14 @@ def check_text(report) -> str:
 def simulate_text(result) -> str:
     out = ["Fallback Chain Simulation", "-" * 60,
            f"  Input:  {result.input_tokens} tokens", f"  Summarizer: {result.summarizer}"]
+    for n in result.notes:
+        out.append(f"  note: {n}")
+    if result.breaker_open:
+        out.append("  Circuit breaker OPEN: LLM levels skipped, straight to L3")
     for a in result.attempts:
-        verdict = "valid" if a.valid else "failed: " + ", ".join(a.failures)
+        verdict = "skipped" if a.skipped else ("valid" if a.valid else "failed: " + ", ".join(a.failures))
+        if a.retries:
+            verdict += f" after {a.retries} retr{'y' if a.retries == 1 else 'ies'}"
         out.append(f"  L{a.level} {a.strategy:<13} {verdict} ({a.output_tokens} tok, {a.seconds * 1000:.1f} ms)")
         for kind, reason in a.reasons.items():
             out.append(f"      {kind}: {reason}")
@@ -75,6 +81,14 @@ def report_text(rep: dict) -> str:
         out.append(f"    {name:<17} {n:>6} {share:>6.1%} {bar}")
     if rep["l3_warning"]:
         out += ["", f"  WARNING: {rep['l3_warning']}"]
+    cb = rep.get("circuit_breaker") or {}
+    if cb:
+        state = f"OPEN until {cb['open_until']}" if cb.get("open_until") else "closed"
+        out += ["", f"  Circuit breaker: {state}; {cb['consecutive_l3']} chain(s) in a row ended at L3 "
+                    f"(opens at {cb['threshold']}); opened {cb['opened']} time(s), {cb['skipped_chains']} chain(s) "
+                    "skipped the LLM"]
+        for e in cb.get("recent_events", []):
+            out.append(f"    {e.get('at')}  {e.get('event')}" + (f" until {e['open_until']}" if e.get("open_until") else ""))
     out += ["", f"  Failures recorded: {rep['failures_total']}"]
     for kind, n in rep["failures_by_kind"].items():
         out.append(f"    {kind:<18} {n}")
@@ -96,6 +110,7 @@ def status_text(st: dict) -> str:
         f"Compaction Resilience Guard — {st['status']} — last check: {st['last_check_at'] or 'never'}",
         line2,
         f"  Chain: {total} compactions | L1 {usage['l1_normal']} · L2 {usage['l2_aggressive']} · "
-        f"L3 {usage['l3_deterministic']} ({st['l3_share']:.0%} L3)",
+        f"L3 {usage['l3_deterministic']} ({st['l3_share']:.0%} L3)"
+        + (f" | circuit breaker OPEN until {st['circuit_open_until']}" if st.get("circuit_open_until") else ""),
         "",
     ])

@@ -65,6 +65,23 @@ class Settings:
     l1_max_tokens: int = 2000
     l2_target_ratio: float = 0.10
     l2_max_tokens: int = 800
+    # LLM levels: L1 sets a temperature; L2 is at most 0.2 and below L1's.
+    l1_temperature: float = 0.3
+    l2_temperature: float = 0.1
+    # Retries inside a level for 429, 5xx and dropped connections.
+    llm_max_retries: int = 2
+    llm_backoff_seconds: float = 0.5
+    # A Retry-After longer than this (or past the deadline) fails the level instead.
+    llm_max_retry_after: float = 30.0
+    # The whole chain's budget; L3 runs even after it.
+    chain_deadline_seconds: float = 120.0
+    # The local model's context window (tokens).
+    local_context_tokens: int = 2048
+    # Circuit breaker: after this many chains in a row ended at L3, skip the LLM levels ...
+    breaker_threshold: int = 3
+    # ... for this long.
+    breaker_cooldown_seconds: float = 600.0
+    max_breaker_events: int = 100
     # L3: keep the first 30% and last 20% of the input's lines.
     l3_head_ratio: float = 0.30
     l3_tail_ratio: float = 0.20

@@ -40,12 +40,14 @@ def now_iso() -> str:
 
 def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
-            "check_history": [], "chain_history": [], "seen_summaries": []}
+            "check_history": [], "chain_history": [], "seen_summaries": [], "circuit": {}}
 
 
 def _normalize(data: dict) -> dict:
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
+    if not isinstance(state.get("circuit"), dict):
+        state["circuit"] = {}
     usage = state.get("level_usage") if isinstance(state.get("level_usage"), dict) else {}
     state["level_usage"] = {k: int(usage.get(k) or 0) for k in LEVEL_KEYS}
     for k in ("failures", "check_history", "chain_history", "seen_summaries"):
@@ -197,8 +199,10 @@ def record_chain(state: dict, result) -> None:
     state["level_usage"][result.level_key] += 1
     state["chain_history"].insert(0, {
         "at": now_iso(), "level_used": result.level_used, "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens, "summarizer": result.summarizer,
-        "attempts": [{"level": a.level, "valid": a.valid, "failures": a.failures} for a in result.attempts],
+        "output_tokens": result.output_tokens, "provider": result.provider, "model": result.model,
+        "breaker_open": result.breaker_open,
+        "attempts": [{"level": a.level, "valid": a.valid, "failures": a.failures, "retries": a.retries,
+                      "skipped": a.skipped} for a in result.attempts],
     })
     for a in result.attempts:
         for kind in a.failures:

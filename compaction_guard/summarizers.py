@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
 from .tokens import CJK_CLASS, estimate_tokens, normalize_ws
@@ -27,24 +27,40 @@ class SummaryRequest:
 
     level: int                       # 1 or 2
     strategy: str                    # "normal" or "aggressive"
-    target_tokens: int               # the output should stay under this
+    target_tokens: int               # the summary should stay under this
+    max_tokens: int = 0              # the hard cap sent to an LLM (explicit at both levels)
     temperature: Optional[float] = None
-    reduce_reasoning: bool = False
+    reduce_reasoning: bool = False   # L2: reasoning_effort low / thinking off where the provider has a knob
+    deadline: Optional[float] = None  # time.monotonic() by which the whole chain must be done
+
+
+@dataclass
+class SummaryReply:
+    """A summarizer's answer with what it noticed on the way (e.g. stripped reasoning)."""
+
+    text: str
+    warnings: list = field(default_factory=list)
+    retries: int = 0
 
 
 class Summarizer(Protocol):
     name: str
+    model: str
 
-    def summarize(self, text: str, request: SummaryRequest) -> str:
-        """Return a summary of `text`; raise SummarizerError when no summary could be had."""
+    def summarize(self, text: str, request: SummaryRequest):
+        """Return a summary of `text` (str or SummaryReply); raise SummarizerError when
+        no summary could be had (HTTP error after retries, timeout, refusal, ...)."""
 
 
 class SummarizerError(Exception):
-    """A summarizer could not produce output (HTTP error, timeout, refusal...)."""
+    """A summarizer could not produce a summary. `kind` names why, for the attempt's
+    failures: "error" (HTTP error after retries), "timeout", "refusal",
+    "reasoning_only", "cut_off" (stopped at max_tokens), or a detector's kind."""
 
-    def __init__(self, message: str, kind: str = "error"):
+    def __init__(self, message: str, kind: str = "error", retries: int = 0):
         super().__init__(message)
         self.kind = kind
+        self.retries = retries
 
 
 # --------------------------------------------------------------------------- extractive

@@ -25,6 +25,10 @@ REPLACEMENT_RE = re.compile("\ufffd")
 # C0/C1 control characters (not tab/newline/CR): raw bytes decoded as latin-1.
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
+# Runs of Latin-1 Supplement characters with no ASCII letter between them ("¡¢£¤¥",
+# "ÀÁÂÃ"): bytes read as latin-1. Accented letters in real words sit next to ASCII ones.
+LATIN1_RUN_RE = re.compile("[\u00a0-\u00ff]{4,}")
+
 # Byte-level BPE pieces printed raw (GPT-2/Llama-3 'Ġ' for space, 'Ċ' for newline,
 # SentencePiece '▁'): a tokenizer's vocabulary leaking instead of decoded text.
 TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
@@ -192,6 +196,7 @@ def _spans(text: str, settings) -> dict:
             if len(bpe) >= 3:
                 spans.setdefault("tokenizer_pieces", []).extend(bpe)
         spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
+        spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))

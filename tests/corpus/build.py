@@ -403,7 +403,8 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
             content=keyboard_mash(rng, rng.randint(80, 600)), input_text=big_input)
     tails = [("random", lambda n: random_ascii(rng, n)), ("bytes", lambda n: random_bytes_as(rng, n, "latin-1")),
              ("base64", lambda n: base64_noise(rng, n)), ("mash", lambda n: keyboard_mash(rng, n)),
-             ("unicode", lambda n: random_unicode(rng, n)), ("fffd", lambda n: random_bytes_as(rng, n, "utf-8"))]
+             ("unicode", lambda n: random_unicode(rng, n)), ("fffd", lambda n: random_bytes_as(rng, n, "utf-8")),
+             ("latin1", lambda n: "".join(chr(rng.randrange(0x80, 0x100)) for _ in range(n)))]
     for i, g in enumerate(goods):
         name, make = tails[i % len(tails)]
         c = g["content"]

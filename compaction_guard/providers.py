@@ -1,0 +1,199 @@
+"""Which summarizer L1 and L2 use, and where that choice came from.
+
+Order: flags (--provider, --base-url, --model, --api-key-env, --timeout), then the
+environment (GUARD_PROVIDER, GUARD_BASE_URL, GUARD_MODEL, GUARD_API_KEY_ENV,
+GUARD_TIMEOUT), then OpenClaw's own compaction model from $OPENCLAW_HOME/openclaw.json
+(agents.defaults.compaction.model, "provider/model") when the guard can reach it,
+else the embedded extractive summarizer. The key itself is read from the named
+environment variable (or openclaw.json) at call time and never stored or printed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .errors import GuardError
+
+PROVIDERS = ("openai", "anthropic", "local", "extractive")
+
+# OpenClaw provider ids the guard can speak to, with their API style, URL and key variable.
+KNOWN = {
+    "openai": ("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": ("anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "openrouter": ("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "ollama": ("openai", "http://127.0.0.1:11434/v1", None),
+    "lmstudio": ("openai", "http://127.0.0.1:1234/v1", None),
+    "vllm": ("openai", "http://127.0.0.1:8000/v1", None),
+    "groq": ("openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "deepseek": ("openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "mistral": ("openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+}
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+_ENV_REF_RE = re.compile(r"^\$\{?([A-Z_][A-Z0-9_]*)\}?$")
+
+
+@dataclass
+class ProviderChoice:
+    provider: str
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    timeout: float = 60.0
+    origin: dict = field(default_factory=dict)     # field -> "flag" | "environment" | "openclaw.json" | "default"
+    note: Optional[str] = None
+    _literal_key: Optional[str] = field(default=None, repr=False)   # openclaw.json apiKey, never printed
+
+    def describe(self) -> str:
+        if self.provider == "extractive":
+            return "extractive (embedded, no model)"
+        where = f" at {self.base_url}" if self.base_url and self.provider != "local" else ""
+        return f"{self.provider} {self.model or ''}{where}".strip()
+
+    def to_dict(self) -> dict:
+        return {"provider": self.provider, "model": self.model, "base_url": self.base_url,
+                "api_key_env": self.api_key_env, "timeout": self.timeout, "origin": self.origin, "note": self.note}
+
+    def api_key(self, env=None) -> Optional[str]:
+        env = os.environ if env is None else env
+        if self.api_key_env and env.get(self.api_key_env):
+            return env[self.api_key_env]
+        return self._literal_key
+
+
+def _read_openclaw_json(home: Path):
+    path = home / "openclaw.json"
+    if not path.is_file():
+        return None, None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None, f"{path}: unreadable; ignored"
+    try:
+        return json.loads(text), None
+    except ValueError:
+        pass
+    try:
+        import json5   # OpenClaw's config is JSON5 (comments, bare keys, trailing commas)
+        return json5.loads(text), None
+    except Exception:
+        return None, f"{path}: not valid JSON5; ignored"
+
+
+def _get(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def from_openclaw(home: Path, env) -> Optional[ProviderChoice]:
+    """OpenClaw's compaction model as a ProviderChoice, when it names one the guard can reach."""
+    cfg, problem = _read_openclaw_json(home)
+    if cfg is None:
+        return ProviderChoice("extractive", note=problem) if problem else None
+    ref = _get(cfg, "agents", "defaults", "compaction", "model")
+    if isinstance(ref, dict):
+        ref = ref.get("primary")
+    if not isinstance(ref, str) or "/" not in ref:
+        return None
+    prov_id, model = ref.split("/", 1)
+    custom = _get(cfg, "models", "providers", prov_id)
+    literal_key = None
+    if isinstance(custom, dict) and custom.get("baseUrl"):
+        api = str(custom.get("api") or "openai-completions")
+        kind = "anthropic" if api.startswith("anthropic") else "openai"
+        base = str(custom["baseUrl"]).rstrip("/")
+        if kind == "anthropic" and base.endswith("/v1"):
+            base = base[:-3]
+        key_env = None
+        raw_key = custom.get("apiKey")
+        if isinstance(raw_key, str):
+            m = _ENV_REF_RE.match(raw_key.strip())
+            if m:
+                key_env = m.group(1)
+            elif raw_key.strip():
+                literal_key = raw_key.strip()
+        local = re.match(r"https?://(127\.|localhost|\[::1\])", base) is not None
+    elif prov_id in KNOWN:
+        kind, base, key_env = KNOWN[prov_id]
+        local = key_env is None
+    else:
+        return ProviderChoice("extractive", note=f"openclaw.json's compaction model {ref} uses provider '{prov_id}', "
+                                                 "which the guard cannot call; using the extractive summarizer")
+    if not local and not literal_key and not (key_env and env.get(key_env)):
+        return ProviderChoice("extractive", note=f"openclaw.json names {ref} for compaction but {key_env or 'its API key'} "
+                                                 "is not set; using the extractive summarizer")
+    origin = {k: "openclaw.json" for k in ("provider", "model", "base_url", "api_key_env")}
+    return ProviderChoice(kind, model, base, key_env, origin=origin, _literal_key=literal_key,
+                          note=f"compaction model {ref} from openclaw.json")
+
+
+def resolve(flags: dict, home: Path, env=None) -> ProviderChoice:
+    """The provider to use. `flags`: provider, base_url, model, api_key_env, timeout (None = not given)."""
+    env = os.environ if env is None else env
+    origin = {}
+
+    def pick(name, env_name):
+        if flags.get(name) is not None:
+            origin[name] = "flag"
+            return flags[name]
+        if env.get(env_name):
+            origin[name] = "environment"
+            return env[env_name]
+        return None
+
+    provider = pick("provider", "GUARD_PROVIDER")
+    model = pick("model", "GUARD_MODEL")
+    base_url = pick("base_url", "GUARD_BASE_URL")
+    key_env = pick("api_key_env", "GUARD_API_KEY_ENV")
+    timeout_raw = pick("timeout", "GUARD_TIMEOUT")
+    try:
+        timeout = float(timeout_raw) if timeout_raw is not None else 60.0
+    except ValueError:
+        raise GuardError(f"GUARD_TIMEOUT={timeout_raw!r} is not a number of seconds; set it like GUARD_TIMEOUT=60") from None
+    if timeout <= 0:
+        raise GuardError(f"--timeout {timeout:g}: give a positive number of seconds")
+    origin.setdefault("timeout", "default")
+    if provider is None and (model or base_url):
+        provider = "openai"
+        origin["provider"] = "default (a model or base URL was given)"
+    if provider is None:
+        chosen = from_openclaw(home, env)
+        if chosen is not None:
+            chosen.timeout = timeout
+            return chosen
+        return ProviderChoice("extractive", timeout=timeout, origin={"provider": "default"})
+    provider = provider.lower()
+    if provider not in PROVIDERS:
+        raise GuardError(f"unknown provider {provider!r}; use one of: {', '.join(PROVIDERS)}")
+    if provider in ("openai", "anthropic"):
+        if not base_url:
+            base_url = DEFAULT_URL[provider]
+            origin["base_url"] = "default"
+        if not model:
+            raise GuardError(f"provider {provider} needs a model: add --model NAME or set GUARD_MODEL")
+        if not key_env:
+            key_env = DEFAULT_KEY_ENV[provider]
+            origin["api_key_env"] = "default"
+    if provider == "local":
+        model = model or "smollm2-135m-instruct"
+    return ProviderChoice(provider, model, base_url.rstrip("/") if base_url else None, key_env, timeout, origin)
+
+
+def build(choice: ProviderChoice, settings, env=None):
+    """The summarizer for a choice."""
+    from .llm import AnthropicSummarizer, LocalSummarizer, OpenAISummarizer
+    from .summarizers import ExtractiveSummarizer
+    if choice.provider == "extractive":
+        return ExtractiveSummarizer()
+    if choice.provider == "local":
+        return LocalSummarizer(settings, choice.timeout)
+    key = choice.api_key(env)
+    cls = OpenAISummarizer if choice.provider == "openai" else AnthropicSummarizer
+    return cls(choice.base_url, choice.model, key, choice.timeout, settings)
