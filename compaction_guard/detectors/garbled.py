@@ -55,10 +55,10 @@ BPE_BYTES_RE = re.compile("[\u00c2-\u00f4][\u00a1-\u00ac\u00ae-\u00bf\u0100-\u01
 BASE64_CANDIDATE_RE = re.compile(r"[A-Za-z0-9+/=_-](?<![A-Za-z0-9+/=_-][A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{39,}")
 
 # Symbols interleaved with short letter/digit runs: random printable characters.
-# Path and version punctuation (/ . - _ :) is not counted as a symbol here.
+# Path, version and JSON punctuation (/ . - _ : quotes commas) is not counted here.
 RANDOM_CANDIDATE_RE = re.compile(
-    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{1,3}[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`][A-Za-z0-9]{0,3}"
-    r"[!@#$%^&*()+={}\[\]|\\;\"'<>,?~`]"
+    r"[!@#$%^&*()+={}\[\]|\\;<>?~`][A-Za-z0-9]{1,3}[!@#$%^&*()+={}\[\]|\\;<>?~`][A-Za-z0-9]{0,3}"
+    r"[!@#$%^&*()+={}\[\]|\\;<>?~`]"
 )
 
 # Keyboard mash and random letters. Three shapes no language in scope writes:
