@@ -12,5 +12,7 @@ echo "== compaction-guard --check   (OPENCLAW_HOME=$home)"
 echo
 echo "== compaction-guard --simulate  (the 3-level chain on the demo's MEMORY.md)"
 .venv/bin/compaction-guard --simulate - < "$home/workspace/MEMORY.md"
+echo "== compaction-guard --simulate --fault L1=repetition  (watch L1 fail and escalate)"
+.venv/bin/compaction-guard --simulate - --fault L1=repetition < "$home/workspace/MEMORY.md"
 echo "== compaction-guard --report"
 .venv/bin/compaction-guard --report
