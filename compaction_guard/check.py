@@ -1,25 +1,32 @@
-"""Checking summaries: records in, results out.
+"""Checking summaries: records in, results out, streamed.
 
     validate("summary text", input="source text")      -> Result
     check_records(records, settings)                   -> CheckReport (one Result per record, in order)
+    iter_results(records, settings, source=..., workers=N) -> Result, one at a time (bounded memory)
+
+Per-summary detectors need nothing but the record, so big batches run in worker
+processes; staleness and storms look across records, so they run here, in order.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from .detectors import StaleTracker, detect_all
+from .detectors.storm import StormTracker
 from .findings import Result
 from .records import SummaryRecord
 from .settings import DEFAULT, Settings
-from .tokens import estimate_tokens, shannon_entropy
+from .tokens import COUNTERS, estimate_tokens, shannon_entropy
 
 # Entropy of a huge summary is measured on a prefix: the figure is descriptive.
 _ENTROPY_SAMPLE = 1 << 20
+BATCH = 256
 
 
 def _content(record: SummaryRecord) -> str:
@@ -27,25 +34,40 @@ def _content(record: SummaryRecord) -> str:
     return c if isinstance(c, str) else ("" if c is None else str(c))
 
 
+def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False) -> tuple:
+    return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3)
+
+
 def _detect(job) -> tuple:
     """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy)."""
-    content, input_text, input_tokens, settings, allow_own_l3 = job
+    content, input_text, input_tokens, counter, settings, allow_own_l3 = job
+    count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None:
-        input_tokens = estimate_tokens(input_text)
-    output_tokens = estimate_tokens(content)
+        input_tokens = count(input_text)
+    output_tokens = count(content)
     entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                           entropy=entropy, allow_own_l3=allow_own_l3)
     return findings, output_tokens, input_tokens, entropy
 
 
+def _detect_batch(jobs: list) -> list:
+    return [_detect(j) for j in jobs]
+
+
 def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Optional[StaleTracker] = None,
                  allow_own_l3: bool = False) -> Result:
     """Validate one record. Pass the same StaleTracker across records of one check."""
-    findings, output_tokens, input_tokens, entropy = _detect(
-        (_content(record), record.input_text, record.input_tokens, settings, allow_own_l3))
+    findings, output_tokens, input_tokens, entropy = _detect(_job(record, settings, allow_own_l3))
     findings += (stale or StaleTracker()).detect(record)
-    return Result(record.id, record.source, findings, output_tokens, input_tokens, entropy)
+    return _result(record, findings, output_tokens, input_tokens, entropy)
+
+
+def _result(rec, findings, output_tokens, input_tokens, entropy) -> Result:
+    r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy)
+    r.new = rec.new
+    r.fallback = bool((rec.meta or {}).get("fallback"))
+    return r
 
 
 def validate(content: str, input: Optional[str] = None, input_tokens: Optional[int] = None,
@@ -57,94 +79,117 @@ def validate(content: str, input: Optional[str] = None, input_tokens: Optional[i
     return check_record(rec, settings)
 
 
+def auto_workers(expected_records: Optional[int] = None, expected_chars: Optional[int] = None) -> int:
+    """Both cores pay for themselves above ~4,000 summaries or ~500,000 characters."""
+    cpus = os.cpu_count() or 1
+    if cpus < 2:
+        return 1
+    if (expected_records or 0) >= 4000 or (expected_chars or 0) >= 500_000:
+        return min(cpus, 4)
+    return 1
+
+
+def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT, source=None,
+                 workers: int = 1) -> Iterator[Result]:
+    """Validate records in order, yielding each Result as soon as it is known.
+
+    `source` (a stores.Source) primes staleness and storm tracking with the summaries
+    an incremental check skipped. With `workers` > 1 the per-summary detectors run in
+    that many processes, a bounded number of batches in flight."""
+    stale = StaleTracker()
+    storms = StormTracker(settings)
+
+    def finish(rec, outcome):
+        findings, output_tokens, input_tokens, entropy = outcome
+        scope = rec.stale_scope
+        if source is not None and stale.needs_history(scope):
+            stale.prime(scope, source.history(scope))
+            storms.prime(scope, source.recent(scope))
+        findings += stale.detect(rec)
+        findings += storms.detect(rec)
+        return _result(rec, findings, output_tokens, input_tokens, entropy)
+
+    if workers <= 1:
+        for rec in records:
+            yield finish(rec, _detect(_job(rec, settings)))
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        inflight = deque()
+        batch = []
+        for rec in records:
+            batch.append(rec)
+            if len(batch) >= BATCH:
+                inflight.append((batch, pool.submit(_detect_batch, [_job(r, settings) for r in batch])))
+                batch = []
+                while len(inflight) > 2 * workers:
+                    done, fut = inflight.popleft()
+                    for r, o in zip(done, fut.result()):
+                        yield finish(r, o)
+        if batch:
+            inflight.append((batch, pool.submit(_detect_batch, [_job(r, settings) for r in batch])))
+        while inflight:
+            done, fut = inflight.popleft()
+            for r, o in zip(done, fut.result()):
+                yield finish(r, o)
+
+
 @dataclass
 class CheckReport:
-    """The outcome of one check: what was read, and a Result per summary."""
+    """The outcome of one check: what was read, counts, and (when collected) every Result."""
 
     results: list = field(default_factory=list)
     sources: list = field(default_factory=list)   # [{"name", "path", "summaries"}]
     notes: list = field(default_factory=list)     # things a person should know (nothing found, skipped lines)
+    errors: list = field(default_factory=list)    # stores that could not be read (the check went on)
     checked_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    checked: int = 0
+    failing: int = 0
+    fallback: int = 0
+    by_kind: Counter = field(default_factory=Counter)
+    warnings_count: int = 0
+
+    def add(self, result: Result, collect: bool = True) -> None:
+        self.checked += 1
+        if not result.valid:
+            self.failing += 1
+            self.by_kind.update(result.failures)
+        if result.warnings:
+            self.warnings_count += 1
+        if getattr(result, "fallback", False) or "truncation_marker" in result.failures:
+            self.fallback += 1
+        if collect:
+            self.results.append(result)
 
     @property
     def failures_found(self) -> int:
-        return sum(1 for r in self.results if r.findings and not r.valid)
+        return self.failing
 
     @property
     def escalations(self) -> int:
-        """Summaries that a compactor using the chain would have had to redo (failed)
-        or that a fallback wrote (truncation markers: L3 usage)."""
-        return self.failures_found
-
-    @property
-    def l3_usage(self) -> int:
-        return sum(1 for r in self.results if "truncation_marker" in r.failures)
+        """Summaries that a compactor using the chain would have had to redo (failed)."""
+        return self.failing
 
     @property
     def status(self) -> str:
-        return "HEALTHY" if self.failures_found == 0 else "DEGRADED"
+        return "HEALTHY" if self.failing == 0 else "DEGRADED"
+
+    def header(self) -> dict:
+        return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
+                "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
+                "written_by_fallback": self.fallback, "sources": self.sources, "notes": self.notes,
+                "errors": self.errors}
 
     def to_dict(self) -> dict:
-        return {
-            "checked_at": self.checked_at,
-            "summaries_checked": len(self.results),
-            "failures_found": self.failures_found,
-            "escalations": self.escalations,
-            "status": self.status,
-            "sources": self.sources,
-            "notes": self.notes,
-            "results": [r.to_dict() for r in self.results],
-        }
-
-
-# Below this much summary text a second process costs more than it saves.
-PARALLEL_MIN_CHARS = 500_000
-
-
-def _workers(records: list) -> int:
-    cpus = os.cpu_count() or 1
-    if cpus < 2 or len(records) < 64:
-        return 1
-    total = sum(len(r.content) for r in records if isinstance(r.content, str))
-    return min(cpus, 4) if total >= PARALLEL_MIN_CHARS else 1
-
-
-# Set just before the worker processes fork, so they read the records from the
-# memory they inherit instead of receiving them through a pipe.
-_SHARED: tuple = ()
-
-
-def _detect_slice(bounds: tuple) -> list:
-    records, settings = _SHARED
-    return [_detect((_content(r), r.input_text, r.input_tokens, settings, False)) for r in records[bounds[0]:bounds[1]]]
-
-
-def _parallel(records: list, settings: Settings, workers: int) -> list:
-    global _SHARED
-    step = 256
-    slices = [(i, min(i + step, len(records))) for i in range(0, len(records), step)]
-    _SHARED = (records, settings)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return [o for part in pool.map(_detect_slice, slices) for o in part]
-    finally:
-        _SHARED = ()
+        return {**self.header(), "results": [r.to_dict() for r in self.results]}
 
 
 def check_records(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
                   report: Optional[CheckReport] = None, workers: Optional[int] = None) -> CheckReport:
-    """Validate records in order; staleness is tracked across them. Large batches
-    spread the per-summary detectors over the machine's cores (`workers`, default
-    automatic); staleness is then checked in order in this process."""
+    """Validate records in order and collect every Result; staleness is tracked across them."""
     report = report or CheckReport()
     records = records if isinstance(records, list) else list(records)
-    workers = _workers(records) if workers is None else workers
-    if workers > 1:
-        outcomes = _parallel(records, settings, workers)
-    else:
-        outcomes = map(_detect, ((_content(r), r.input_text, r.input_tokens, settings, False) for r in records))
-    stale = StaleTracker()
-    for rec, (findings, output_tokens, input_tokens, entropy) in zip(records, outcomes):
-        findings += stale.detect(rec)
-        report.results.append(Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy))
+    if workers is None:
+        workers = auto_workers(len(records), sum(len(r.content) for r in records if isinstance(r.content, str)))
+    for r in iter_results(records, settings, workers=workers):
+        report.add(r)
     return report

@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --check --file TEXT: the source text the summary replaced")
     p.add_argument("--previous", metavar="FILE", help="with --compact/--simulate: the summary this one replaces")
     p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file TEXT: the source's size in tokens")
+    p.add_argument("--all", action="store_true", help="with --check: re-check every summary, not only those added "
+                   "since the last check")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text for people, json for machines")
     p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
     llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
@@ -77,11 +79,22 @@ def run(argv=None) -> int:
             and not (args.simulate is not None or args.compact):
         raise GuardError("--provider, --base-url, --model, --api-key-env, --timeout and --fault go with "
                          "--simulate or --compact")
+    if args.all and not args.check:
+        raise GuardError("--all goes with --check")
     if args.check:
         input_text = read_text(Path(args.input), "input file")[0] if args.input else None
-        rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens)
-        _out(args, rep.to_dict(), render.check_text(rep))
-        return 1 if rep.failures_found else 0
+        out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
+        progress = render.Progress(sys.stderr) if args.format != "json" and sys.stderr.isatty() else None
+        out.start()
+        rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
+                               recheck_all=args.all, on_result=out.result, collect=False,
+                               on_progress=progress.update if progress else None)
+        if progress:
+            progress.close()
+        out.finish(rep)
+        for err in rep.errors:
+            print(f"compaction-guard: {err}", file=sys.stderr)
+        return 2 if rep.errors else (1 if rep.failures_found else 0)
     if args.simulate is not None or args.compact:
         if args.compact:
             text = _read_input(args.input)

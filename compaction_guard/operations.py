@@ -8,15 +8,17 @@
 """
 from __future__ import annotations
 
-from collections import Counter
+import sqlite3
+from collections import Counter, deque
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from . import breaker, providers
 from .chain import run_chain
 from .faults import FaultySummarizer
 from .providers import ProviderChoice
-from .check import CheckReport, check_records
+from .check import CheckReport, auto_workers, iter_results
+from .errors import GuardError
 from .settings import DEFAULT, Settings
 from .state import LEVEL_KEYS, StateStore, record_chain, record_check, state_path
 from . import stores
@@ -27,26 +29,93 @@ def _store(home: Path, settings: Settings) -> StateStore:
 
 
 def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, input_text: Optional[str] = None,
-          input_tokens: Optional[int] = None, save: bool = True) -> CheckReport:
-    """Check the stores under `home` (or one `file`) and record the outcome in the state."""
+          input_tokens: Optional[int] = None, save: bool = True, recheck_all: bool = False,
+          on_result: Optional[Callable] = None, collect: bool = True,
+          on_progress: Optional[Callable] = None) -> CheckReport:
+    """Check the stores under `home` (or one `file`) and record the outcome in the state.
+
+    Stores under the home are checked incrementally: only summaries added since the
+    last check (a watermark per store in the state), or all of them with
+    `recheck_all`. A file named with `file` is always checked whole. Results stream:
+    `on_result(result)` sees each one as it is known; `collect=False` keeps memory flat
+    (the report then holds counts, not results). `on_progress(done, total, source)`
+    reports progress. A store that cannot be read goes into report.errors and the
+    others are still checked."""
     home = Path(home) if home is not None else stores.openclaw_home()
     report = CheckReport()
+    store = _store(home, settings)
+    marks = store.read().get("watermarks", {}) if (save and file is None) else {}
     if file is not None:
-        loaded = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens)]
+        sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home)]
     else:
-        loaded = stores.discover(home)
-        if not loaded:
-            report.notes.append(f"no compaction store found under {home} (looked for "
-                                f"{stores.dag_state_path(home)}); nothing to check")
-    for item in loaded:
-        report.sources.append(item.describe())
-        if item.note:
-            report.notes.append(item.note)
-        check_records(item.records, settings, report)
-    if save and (loaded or file is None):
-        with _store(home, settings).update() as state:
-            record_check(state, report, settings)
+        sources, report.errors = stores.discover(home)
+        if not sources and not report.errors:
+            report.notes.append(f"no compaction store found under {home} (looked for memory-dag-compactor state, "
+                                "lcm.db, agents/*/sessions/*.jsonl and agents/*/agent/openclaw-agent.sqlite); "
+                                "nothing to check")
+    new_marks = {}
+    log = FailureLog(settings.max_failures_kept)
+    for src in sources:
+        mark = None if (file is not None) else marks.get(src.key)
+        try:
+            total = src.count(None if recheck_all else mark)
+            workers = auto_workers(total)
+            done = 0
+            records = src.records(None if recheck_all else mark)
+            if recheck_all and mark:
+                records = _mark_old(src, records, mark)
+            for result in iter_results(records, settings, source=src, workers=workers):
+                report.add(result, collect)
+                log.add(result, report.checked_at)
+                done += 1
+                if on_result:
+                    on_result(result)
+                if on_progress and done % 500 == 0:
+                    on_progress(done, total, src.kind)
+            new_marks[src.key] = src.new_watermark()
+        except (GuardError, sqlite3.Error, OSError) as exc:
+            report.errors.append(str(exc) if isinstance(exc, GuardError)
+                                 else f"{src.path}: could not be read to the end ({exc}); the rest was checked")
+        finally:
+            src.close()
+        report.sources.append(src.describe())
+        report.notes.extend(src.notes)
+    if on_progress:
+        on_progress(report.checked, report.checked, "done")
+    if save:
+        with store.update() as state:
+            record_check(state, report, settings, log)
+            if file is None:
+                state.setdefault("watermarks", {}).update({k: v for k, v in new_marks.items() if v is not None})
     return report
+
+
+def _mark_old(src, records, mark):
+    """--all re-checks everything; what the watermark had covered is not new."""
+    old = src.covered(mark)
+    for r in records:
+        if old(r):
+            r.new = False
+        yield r
+
+
+class FailureLog:
+    """The failures of summaries new to this check, newest kept (bounded): ids and
+    figures, never summary text; and how many new summaries each level wrote."""
+
+    def __init__(self, limit: int):
+        self.entries = deque(maxlen=limit)
+        self.new_by_level = Counter()
+
+    def add(self, result, when: str) -> None:
+        if not getattr(result, "new", True):
+            return
+        fallback = getattr(result, "fallback", False) or "truncation_marker" in result.failures
+        self.new_by_level["l3_deterministic" if fallback else "l1_normal"] += 1
+        for kind in result.failures:
+            self.entries.append({"summary_id": result.id, "failure_type": kind, "level_used": 3 if fallback else 1,
+                                 "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
+                                 "detected_at": when, "source": result.source})
 
 
 def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,

@@ -17,6 +17,10 @@ class SummaryRecord:
     previous:      the summary it replaced (a record's own "previous" field)
     stale_scope:   records sharing a scope are compared with each other for staleness
                    (one DAG, one conversation); None compares only with `previous`
+    token_counter: how to count the summary's tokens so they compare with input_tokens:
+                   "guard" (tokens.estimate_tokens) or "lcm" (lossless-claw's own estimate)
+    new:           first seen by this check (beyond the store's watermark): counts in level_usage
+    meta:          store facts: fallback (written with no model), session, timestamp, tokens_before...
     """
 
     id: str
@@ -26,4 +30,6 @@ class SummaryRecord:
     input_tokens: Optional[int] = None
     previous: Optional[str] = None
     stale_scope: Optional[str] = None
+    token_counter: str = "guard"
+    new: bool = True
     meta: dict = field(default_factory=dict)

@@ -12,35 +12,128 @@ def to_json(doc: dict, pretty: bool = True) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=2 if pretty else None)
 
 
+class JsonCheckStream:
+    """`--check --format json`, written as results arrive: one JSON document whose
+    `results` come first and whose counts (known only at the end) follow them."""
+
+    def __init__(self, out):
+        self.out = out
+        self.first = True
+
+    def start(self) -> None:
+        self.out.write('{"results": [')
+
+    def result(self, r) -> None:
+        self.out.write(("\n" if self.first else ",\n") + json.dumps(r.to_dict(), ensure_ascii=False))
+        self.first = False
+
+    def finish(self, report) -> None:
+        tail = json.dumps(report.header(), ensure_ascii=False)
+        self.out.write("\n], " + tail[1:] + "\n")
+        self.out.flush()
+
+
+class TextCheckStream:
+    """`--check` for people: failures as they are found (the first DETAIL in full),
+    then counts by kind and source."""
+
+    DETAIL = 50
+
+    def __init__(self, out):
+        self.out = out
+        self.shown = 0
+        self.warned = []
+        self.by_source = {}
+
+    def start(self) -> None:
+        pass
+
+    def result(self, r) -> None:
+        src = self.by_source.setdefault(r.source, [0, 0])
+        src[0] += 1
+        if r.valid:
+            if r.warnings and len(self.warned) < 20:
+                self.warned.extend(f"  ! {r.id} [{r.source}]: {w}" for w in r.warnings[:2])
+            return
+        src[1] += 1
+        self.shown += 1
+        if self.shown > self.DETAIL:
+            return
+        if self.shown == 1:
+            self.out.write("Failures:\n")
+        size = f"{r.output_tokens} tok" + (f" / input {r.input_tokens} tok" if r.input_tokens is not None else "")
+        lines = [f"  ✗ {r.id} [{r.source}] {', '.join(r.failures)} ({size})"]
+        lines += [f"      {kind}: {reason}" for kind, reason in r.reasons.items()]
+        self.out.write("\n".join(lines) + "\n")
+
+    def finish(self, report) -> None:
+        out = []
+        if self.shown > self.DETAIL:
+            out.append(f"  ... and {self.shown - self.DETAIL} more failing summaries (--format json lists every result)")
+        if self.warned:
+            out += ["", "Warnings (summaries still valid):"] + self.warned[:20]
+        out += ["", f"Compaction Resilience Check — {report.checked_at}", "-" * 60]
+        for s in report.sources:
+            out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries checked")
+        for n in report.notes:
+            out.append(f"  note: {n}")
+        for e in report.errors:
+            out.append(f"  error: {e}")
+        if report.by_kind:
+            out.append("  failures by kind: " + ", ".join(f"{k} {v}" for k, v in report.by_kind.most_common()))
+        if len(self.by_source) > 1:
+            out.append("  by source: " + ", ".join(f"{k} {v[1]}/{v[0]}" for k, v in sorted(self.by_source.items())))
+        if report.fallback:
+            out.append(f"  written by a fallback (L3): {report.fallback}")
+        out += ["", f"  Summaries checked:  {report.checked}",
+                f"  Failures found:     {report.failures_found}",
+                f"  Escalations needed: {report.escalations}",
+                f"  Status: {report.status}", ""]
+        self.out.write("\n".join(out))
+        self.out.flush()
+
+
+class Progress:
+    """A one-line progress bar on a terminal, shown once a check has run 2 seconds."""
+
+    def __init__(self, err, delay: float = 2.0):
+        import time
+        self.err = err
+        self.t0 = time.monotonic()
+        self.delay = delay
+        self.drawn = False
+        self._time = time
+
+    def update(self, done: int, total, source: str) -> None:
+        elapsed = self._time.monotonic() - self.t0
+        if elapsed < self.delay or source == "done":
+            return
+        rate = done / elapsed if elapsed else 0
+        if total:
+            frac = min(1.0, done / total)
+            bar = "█" * int(frac * 30) + "·" * (30 - int(frac * 30))
+            line = f"\r{source}: {bar} {done:,}/{total:,} ({frac:.0%}) {rate:,.0f}/s "
+        else:
+            line = f"\r{source}: {done:,} summaries {rate:,.0f}/s "
+        self.err.write(line)
+        self.err.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            self.err.write("\r" + " " * 79 + "\r")
+            self.err.flush()
+
+
 def check_text(report) -> str:
-    out = [f"Compaction Resilience Check — {report.checked_at}", "-" * 60]
-    for s in report.sources:
-        out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries")
-    for n in report.notes:
-        out.append(f"  note: {n}")
-    bad = [r for r in report.results if not r.valid]
-    warned = [r for r in report.results if r.valid and r.warnings]
-    if bad:
-        out.append("")
-        out.append("Failures:")
-        for r in bad:
-            size = f"{r.output_tokens} tok" + (f" / input {r.input_tokens} tok" if r.input_tokens is not None else "")
-            out.append(f"  ✗ {r.id} [{r.source}] {', '.join(r.failures)} ({size})")
-            for kind, reason in r.reasons.items():
-                out.append(f"      {kind}: {reason}")
-    if warned:
-        out.append("")
-        out.append("Warnings (summary still valid):")
-        for r in warned[:20]:
-            for w in r.warnings:
-                out.append(f"  ! {r.id}: {w}")
-        if len(warned) > 20:
-            out.append(f"  ... and {len(warned) - 20} more")
-    out += ["", f"  Summaries checked:  {len(report.results)}",
-            f"  Failures found:     {report.failures_found}",
-            f"  Escalations needed: {report.escalations}",
-            f"  Status: {report.status}", ""]
-    return "\n".join(out)
+    """The whole text report of a collected CheckReport (library use)."""
+    import io
+    buf = io.StringIO()
+    stream = TextCheckStream(buf)
+    for r in report.results:
+        stream.result(r)
+    stream.finish(report)
+    return buf.getvalue()
 
 
 def simulate_text(result) -> str:

@@ -59,6 +59,13 @@ class Settings:
     # Longest phrase (in words / CJK characters) searched for loops inside prose.
     max_loop_words: int = 400
 
+    # --- storms (warnings) ------------------------------------------------------
+    # More than this many compactions within storm_window_minutes in one session ...
+    storm_max_compactions: int = 5
+    storm_window_minutes: float = 10.0
+    # ... or this many in a row (within the window) whose tokensBefore does not fall.
+    storm_run: int = 3
+
     # --- chain -----------------------------------------------------------------
     # L1 and L2 target sizes as a share of the input's tokens, with caps.
     l1_target_ratio: float = 0.25
@@ -90,8 +97,6 @@ class Settings:
     max_failures_kept: int = 500
     max_check_history: int = 100
     max_chain_history: int = 200
-    # Stored summaries remembered as counted (16 hex chars each).
-    max_seen_summaries: int = 50_000
     l3_warning_share: float = 0.10
 
     def with_overrides(self, **changes) -> "Settings":

@@ -1,8 +1,8 @@
 """The guard's own state: what it checked, what failed, which chain levels ran.
 
 `$OPENCLAW_HOME/skill-state/compaction-resilience-guard/state.yaml` with the seed's
-fields (last_check_at, level_usage, failures, check_history) plus chain_history and
-seen_summaries (short hashes of the stored summaries already counted in level_usage).
+fields (last_check_at, level_usage, failures, check_history) plus chain_history,
+circuit (the breaker) and watermarks (how far each store has been checked).
 Every update is a read-modify-write under an exclusive flock on a sibling lock
 file, written to a temp file, fsynced and renamed over the old one: concurrent
 runs lose no update and a reader never sees half a file. A state file that does
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import sys
 import tempfile
@@ -40,17 +39,18 @@ def now_iso() -> str:
 
 def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
-            "check_history": [], "chain_history": [], "seen_summaries": [], "circuit": {}}
+            "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}}
 
 
 def _normalize(data: dict) -> dict:
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
-    if not isinstance(state.get("circuit"), dict):
-        state["circuit"] = {}
+    for k in ("circuit", "watermarks"):
+        if not isinstance(state.get(k), dict):
+            state[k] = {}
     usage = state.get("level_usage") if isinstance(state.get("level_usage"), dict) else {}
     state["level_usage"] = {k: int(usage.get(k) or 0) for k in LEVEL_KEYS}
-    for k in ("failures", "check_history", "chain_history", "seen_summaries"):
+    for k in ("failures", "check_history", "chain_history"):
         if not isinstance(state.get(k), list):
             state[k] = []
     return state
@@ -119,7 +119,6 @@ class StateStore:
         state["failures"] = state["failures"][-s.max_failures_kept:]
         state["check_history"] = state["check_history"][:s.max_check_history]
         state["chain_history"] = state["chain_history"][:s.max_chain_history]
-        state["seen_summaries"] = state["seen_summaries"][-s.max_seen_summaries:]
 
     def _write(self, state: dict) -> None:
         text = yaml.dump(state, Dumper=_DUMPER, allow_unicode=True, sort_keys=False, default_flow_style=False)
@@ -146,52 +145,27 @@ class StateStore:
 
 
 # ---------------------------------------------------------------------- recording
-def _seen_key(source: str, sid: str) -> str:
-    return hashlib.blake2b(f"{source}\0{sid}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+def record_check(state: dict, report, settings, log=None) -> int:
+    """Add a check's outcome to `state`. Returns how many failures were recorded.
 
-
-def record_check(state: dict, report, settings) -> int:
-    """Add a check's outcome to `state`. Returns how many failures were new.
-
-    A stored summary counts once in level_usage, the first time a check sees it:
-    l3_deterministic when a fallback wrote it (a truncation marker), l1_normal
-    otherwise, so the L3 share is the share of all compactions observed."""
+    Each stored summary counts once in level_usage, the first check that sees it
+    (incremental checks only yield new ones; --all marks the rest as old):
+    l3_deterministic when a fallback wrote it (a truncation marker, or lossless-claw's
+    model='emergency-fallback'), l1_normal otherwise, so the L3 share is the share
+    of all compactions observed."""
     now = report.checked_at
-    seen = set(state["seen_summaries"])
-    for r in report.results:
-        key = _seen_key(r.source, r.id)
-        if key in seen:
-            continue
-        seen.add(key)
-        state["seen_summaries"].append(key)
-        level = "l3_deterministic" if "truncation_marker" in r.failures else "l1_normal"
-        state["level_usage"][level] += 1
-    known = {(f.get("source"), f.get("summary_id"), f.get("failure_type")) for f in state["failures"]}
-    new = 0
-    for r in report.results:
-        for kind in r.failures:
-            key = (r.source, r.id, kind)
-            if key in known:
-                continue
-            known.add(key)
-            new += 1
-            level = 3 if kind == "truncation_marker" else 1
-            state["failures"].append({
-                "summary_id": r.id, "failure_type": kind, "level_used": level,
-                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
-                "detected_at": now, "source": r.source,
-            })
+    if log is not None:
+        for level, n in log.new_by_level.items():
+            state["level_usage"][level] += n
+        state["failures"].extend(log.entries)
     state["last_check_at"] = now
-    by_kind = {}
-    for r in report.results:
-        for kind in r.failures:
-            by_kind[kind] = by_kind.get(kind, 0) + 1
     state["check_history"].insert(0, {
-        "checked_at": now, "summaries_checked": len(report.results), "failures_found": report.failures_found,
-        "escalations": report.escalations, "status": report.status, "failures_by_kind": by_kind,
-        "sources": [s.get("name") for s in report.sources], "new_failures": new,
+        "checked_at": now, "summaries_checked": report.checked, "failures_found": report.failures_found,
+        "escalations": report.escalations, "status": report.status, "failures_by_kind": dict(report.by_kind),
+        "written_by_fallback": report.fallback, "sources": sorted({s.get("name") for s in report.sources}),
+        "errors": len(report.errors), "new_failures": len(log.entries) if log is not None else 0,
     })
-    return new
+    return len(log.entries) if log is not None else 0
 
 
 def record_chain(state: dict, result) -> None:

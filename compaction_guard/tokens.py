@@ -17,6 +17,7 @@ CJK_CLASS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
 CJK_RE = re.compile(f"[{CJK_CLASS}]")
+ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 # CJK and astral characters (emoji) both count one token: one pass counts both.
 ONE_TOKEN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]")
 
@@ -61,3 +62,22 @@ def normalize_ws(text: str) -> str:
 
 def cjk_count(text: str) -> int:
     return CJK_RE.subn("", text)[1] if not text.isascii() else 0
+
+
+# lossless-claw's own estimate, per code point: CJK 1.5, astral (emoji) 2, else 0.25,
+# rounded up. Its rows carry token_count in this unit; a summary read from lcm.db is
+# measured the same way as its sources, so the inflation ratio compares like with like.
+_LCM_CJK_RE = re.compile(f"[{CJK_CLASS}]")
+
+
+def lcm_estimate(text: str) -> int:
+    if not text:
+        return 0
+    if text.isascii():
+        return math.ceil(len(text) * 0.25)
+    cjk = len(_LCM_CJK_RE.findall(text))
+    astral = len(ASTRAL_RE.findall(text))
+    return math.ceil(cjk * 1.5 + astral * 2 + (len(text) - cjk - astral) * 0.25)
+
+
+COUNTERS = {"guard": estimate_tokens, "lcm": lcm_estimate}

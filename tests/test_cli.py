@@ -16,7 +16,9 @@ def test_check_demo_text_and_json(demo_home):
     p = run_guard("--check", home=demo_home)
     assert p.returncode == 1
     assert "Status: DEGRADED" in p.stdout and "s-d0-003" in p.stdout and "repetition:" in p.stdout
-    p = run_guard("--check", "--format", "json", home=demo_home)
+    again = json.loads(run_guard("--check", "--format", "json", home=demo_home).stdout)
+    assert again["summaries_checked"] == 0          # incremental: nothing new since the last check
+    p = run_guard("--check", "--all", "--format", "json", home=demo_home)
     assert p.returncode == 1
     doc = json.loads(p.stdout)   # one JSON document and nothing else on stdout
     assert set(doc) >= {"checked_at", "summaries_checked", "failures_found", "escalations", "status", "results"}

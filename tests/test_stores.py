@@ -29,7 +29,7 @@ def test_records_formats(tmp_path, name, body):
     p = tmp_path / name
     p.write_text(body, encoding="utf-8")
     loaded = load_file(p)
-    assert [r.id for r in loaded.records] == ["a", "b"]
+    assert [r.id for r in loaded.records(None)] == ["a", "b"]
     rep = operations.check(tmp_path, p, save=False)
     assert [r.valid for r in rep.results] == [True, False]
     assert rep.results[1].failures == ["empty"]
@@ -49,15 +49,16 @@ def test_markdown_summary_that_parses_as_yaml_stays_one_summary(tmp_path):
     p = tmp_path / "summary.md"
     p.write_text("Decision: use SQLite\nNext: migrate the 412 sessions with scripts/migrate.ts\n")
     loaded = load_file(p, input_text=GOOD * 5)
-    assert len(loaded.records) == 1 and loaded.kind == "text"
-    assert loaded.records[0].input_text == GOOD * 5
+    recs = list(loaded.records(None))
+    assert len(recs) == 1 and loaded.kind == "text"
+    assert recs[0].input_text == GOOD * 5
 
 
 def test_dag_state_inputs_from_memory_and_children(demo_home):
     state = demo_home / "skill-state" / "memory-dag-compactor" / "state.yaml"
     before = {p: digest(p) for p in demo_home.rglob("*") if p.is_file()}
     loaded = load_file(state)
-    by_id = {r.id: r for r in loaded.records}
+    by_id = {r.id: r for r in loaded.records(None)}
     assert loaded.kind == "memory-dag-compactor"
     # a leaf's input: its MEMORY.md entries, split at "- ", "## " and dates
     assert "British spelling" in by_id["s-d0-000"].input_text and "ci.yml" in by_id["s-d0-000"].input_text

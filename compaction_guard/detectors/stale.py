@@ -12,7 +12,8 @@ from ..findings import Finding
 from ..tokens import normalize_ws
 
 
-def _key(text: str) -> str:
+def content_key(text: str) -> str:
+    """A short hash of the whitespace-normalized text (what staleness compares)."""
     return hashlib.blake2b(normalize_ws(text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
@@ -21,6 +22,19 @@ class StaleTracker:
 
     def __init__(self):
         self._seen = {}
+        self._scopes = set()
+
+    def needs_history(self, scope) -> bool:
+        """True the first time a scope is met (its earlier summaries may need priming)."""
+        if scope is None or scope in self._scopes:
+            return False
+        self._scopes.add(scope)
+        return True
+
+    def prime(self, scope: str, items) -> None:
+        """Earlier summaries of `scope` that this check does not yield: (id, content key)."""
+        for sid, key in items:
+            self._seen.setdefault((scope, key), sid)
 
     def detect(self, record) -> list:
         content = record.content or ""
@@ -31,7 +45,7 @@ class StaleTracker:
                             "summary instead of summarizing the new history")]
         if record.stale_scope is None:
             return []
-        key = (record.stale_scope, _key(content))
+        key = (record.stale_scope, content_key(content))
         earlier = self._seen.get(key)
         if earlier is not None:
             return [Finding("stale", f"same content as earlier summary {earlier!r}; the compactor produced no new "

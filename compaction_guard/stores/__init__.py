@@ -1,11 +1,13 @@
-"""Stores: where summaries live. Each yields SummaryRecords; nothing here writes.
+"""Stores: where summaries live. Each is a Source that streams SummaryRecords; nothing here writes.
 
 - records_file: plain text / Markdown, JSON, YAML, JSONL summaries files
 - dag_state:    memory-dag-compactor's state.yaml (+ MEMORY.md for leaf inputs)
+- lcm:          lossless-claw's lcm.db (SQLite, read-only)
+- transcripts:  OpenClaw session JSONL files and per-agent openclaw-agent.sqlite
 
-To add a store: a module with a function returning SummaryRecords, a branch in
-`load_file` (sniffed from content, not only the name) and, if it lives under the
-OpenClaw home, an entry in `discover`.
+To add a store: a Source subclass (stores/source.py) yielding SummaryRecords with the
+store's own ids, a branch in `load_file` sniffed from content (not only the name)
+and, if it lives under the OpenClaw home, an entry in `discover`.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import GuardError
-from . import dag_state, records_file
+from . import dag_state, lcm, records_file, sqlite_ro, transcripts
+from .source import ListSource, Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
@@ -58,8 +61,7 @@ def read_text(path: Path, what: str = "file") -> tuple:
     except OSError as exc:
         raise GuardError(f"{path}: cannot be read ({exc.strerror}); check the file") from None
     if raw.startswith(SQLITE_MAGIC):
-        raise GuardError(f"{path}: a SQLite database; this version reads summaries files and memory-dag-compactor "
-                         "state (SQLite stores: lossless-claw lcm.db and agent databases come in a later release)")
+        raise GuardError(f"{path}: a SQLite database, not a text file")
     if path.suffix.lower() in SQLITE_SUFFIXES:
         raise GuardError(f"{path}: named like a SQLite database but is not one; check the path (or rename it if it "
                          "is a summaries file)")
@@ -70,32 +72,55 @@ def read_text(path: Path, what: str = "file") -> tuple:
         return raw.decode("utf-8", errors="replace"), f"{path}: not valid UTF-8 ({bad} byte sequences replaced)"
 
 
-@dataclass
-class Loaded:
-    records: list
-    kind: str               # "memory-dag-compactor", "summaries-file", "text"
-    path: Path
-    note: Optional[str] = None
+def _check_regular(path: Path, what: str) -> None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise GuardError(f"{path}: no such {what}; check the path") from None
+    except PermissionError:
+        raise GuardError(f"{path}: permission denied; run as a user who can read it") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise GuardError(f"{path}: is a directory; give a summaries file inside it")
+    if not stat.S_ISREG(st.st_mode):
+        raise GuardError(f"{path}: not a regular file; give a summaries file")
 
-    def describe(self) -> dict:
-        return {"name": self.kind, "path": str(self.path), "summaries": len(self.records)}
+
+def _sqlite_source(path: Path) -> Source:
+    con = sqlite_ro.connect(path, "database")
+    cols = sqlite_ro.tables(con)
+    if lcm.looks_like_lcm(cols):
+        return lcm.LcmSource(path, con)
+    if "transcript_events" in cols:
+        return transcripts.AgentDbSource(path, con)
+    con.close()
+    raise GuardError(f"{path}: a SQLite database with an unknown schema (neither lossless-claw's summaries table nor "
+                     "OpenClaw's transcript_events); check the path")
 
 
 def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int] = None,
-              home: Optional[Path] = None) -> Loaded:
-    """Read one file the user named: a summaries file, a plain summary or a DAG state."""
+              home: Optional[Path] = None) -> Source:
+    """The store in one file the user named: a summaries file, one summary, a DAG state,
+    an lcm.db, a session JSONL or an agent database (sniffed from the content)."""
     path = Path(path)
+    _check_regular(path, "file")
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if head.startswith(SQLITE_MAGIC):
+        return _sqlite_source(path)
+    if path.suffix.lower() in SQLITE_SUFFIXES:
+        raise GuardError(f"{path}: named like a SQLite database but is not one; check the path (or rename it if it "
+                         "is a summaries file)")
+    if transcripts.looks_like_session_jsonl(head):
+        return transcripts.SessionFileSource(path)
     text, note = read_text(path)
     data = records_file.load_data(path, text)
     if dag_state.is_dag_state(data):
         mem = _memory_for(path, home)
-        return Loaded(dag_state.records(path, data, mem), dag_state.SOURCE, path, note)
+        return ListSource(dag_state.SOURCE, path, dag_state.records(path, data, mem), note, incremental=True)
     source = f"file:{path.name}"
     recs = records_file.parse(path, text, data, source, input_text, input_tokens)
     kind = "text" if data is records_file._NOT_STRUCTURED else "summaries-file"
-    return Loaded(recs, kind, path, note)
-
-
+    return ListSource(kind, path, recs, note)
 def _memory_for(state_path: Path, home: Optional[Path]) -> Optional[str]:
     """MEMORY.md for a DAG state: beside the OpenClaw home the state sits in."""
     candidates = []
@@ -114,17 +139,32 @@ def _memory_for(state_path: Path, home: Optional[Path]) -> Optional[str]:
     return None
 
 
-def discover(home: Path) -> list:
-    """The stores found under an OpenClaw home, loaded. Empty when there are none."""
-    found = []
+def discover(home: Path, env=None) -> tuple:
+    """(sources, errors): every store found under an OpenClaw home. A store that cannot
+    be read is an error line and the others are still checked."""
+    found, errors = [], []
+
+    def attempt(make):
+        try:
+            found.append(make())
+        except GuardError as exc:
+            errors.append(str(exc))
+
     state = dag_state_path(home)
     if state.exists():
-        text, note = read_text(state, "state file")
-        data = records_file.load_data(state, text)
-        if not dag_state.is_dag_state(data):
-            raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
-        mem = None
-        if memory_path(home).is_file():
-            mem = read_text(memory_path(home), "MEMORY.md")[0]
-        found.append(Loaded(dag_state.records(state, data, mem), dag_state.SOURCE, state, note))
-    return found
+        def dag():
+            text, note = read_text(state, "state file")
+            data = records_file.load_data(state, text)
+            if not dag_state.is_dag_state(data):
+                raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
+            mem = read_text(memory_path(home), "MEMORY.md")[0] if memory_path(home).is_file() else None
+            return ListSource(dag_state.SOURCE, state, dag_state.records(state, data, mem), note, incremental=True)
+        attempt(dag)
+    db = lcm.default_path(home, env)
+    if db.exists():
+        attempt(lambda: lcm.LcmSource(db))
+    for f in transcripts.session_files(home):
+        attempt(lambda f=f: transcripts.SessionFileSource(f))
+    for f in transcripts.agent_dbs(home):
+        attempt(lambda f=f: transcripts.AgentDbSource(f))
+    return found, errors

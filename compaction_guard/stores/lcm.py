@@ -1,0 +1,135 @@
+"""lossless-claw's lcm.db, read-only and streamed.
+
+Every row of `summaries`, in insertion (rowid) order. A leaf's input is the
+token_count of its source messages (summary_messages -> messages); a condensed
+node's input is the token_count of its source summaries (summary_parents: its
+`parent_summary_id` rows are the SOURCE summaries, the naming is inverted). Those
+counts are lossless-claw's own estimate, so the summary is counted the same way
+(token_counter "lcm"). Rows with model = 'emergency-fallback' were written with no
+model at all: L3 usage. Stale scope: the conversation.
+
+Path: $LCM_DATABASE_PATH, else $OPENCLAW_STATE_DIR/lcm.db, else $OPENCLAW_HOME/lcm.db.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..detectors.stale import content_key
+from ..errors import GuardError
+from ..records import SummaryRecord
+from . import sqlite_ro
+from .source import Source
+
+KIND = "lossless-claw"
+REQUIRED = {"summaries": {"summary_id", "conversation_id", "content"}}
+BATCH = 500
+
+
+def default_path(home: Path, env=None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("LCM_DATABASE_PATH"):
+        return Path(env["LCM_DATABASE_PATH"]).expanduser()
+    if env.get("OPENCLAW_STATE_DIR"):
+        return Path(env["OPENCLAW_STATE_DIR"]).expanduser() / "lcm.db"
+    return home / "lcm.db"
+
+
+def looks_like_lcm(cols: dict) -> bool:
+    return "summaries" in cols and {"summary_id", "conversation_id", "content"} <= cols["summaries"]
+
+
+class LcmSource(Source):
+    kind = KIND
+
+    def __init__(self, path: Path, con=None):
+        super().__init__(path)
+        self.con = con or sqlite_ro.connect(path, "lossless-claw database (lcm.db)")
+        cols = sqlite_ro.tables(self.con)
+        if not looks_like_lcm(cols):
+            self.con.close()
+            raise GuardError(f"{self.path}: a SQLite database, but not lossless-claw's schema (no summaries table with "
+                             "summary_id, conversation_id, content); check the path")
+        self.cols = cols
+        self.has_model = "model" in cols["summaries"]
+        self.has_kind = "kind" in cols["summaries"]
+        self.has_msgs = "summary_messages" in cols and "messages" in cols and "token_count" in cols.get("messages", set())
+        self.has_parents = "summary_parents" in cols and "token_count" in cols["summaries"]
+        self._max_rowid = 0
+        self._start = 0
+
+    # --------------------------------------------------------------- watermark
+    def _start_rowid(self, watermark: Optional[dict]) -> int:
+        start = int((watermark or {}).get("rowid") or 0)
+        top = self.con.execute("SELECT coalesce(max(rowid), 0) FROM summaries").fetchone()[0]
+        if start > top:
+            self.notes.append(f"{self.path}: fewer summaries than at the last check (the database was replaced?); "
+                              "checking all of them")
+            start = 0
+        return start
+
+    def count(self, watermark):
+        self._start = self._start_rowid(watermark)
+        return self.con.execute("SELECT count(*) FROM summaries WHERE rowid > ?", (self._start,)).fetchone()[0]
+
+    def new_watermark(self):
+        return {"rowid": self._max_rowid or self._start}
+
+    # --------------------------------------------------------------- records
+    def records(self, watermark):
+        start = self._start_rowid(watermark)
+        self._start = self._max_rowid = start
+        select = ("SELECT rowid, summary_id, conversation_id, content, "
+                  + ("kind, " if self.has_kind else "NULL, ")
+                  + ("model " if self.has_model else "NULL ")
+                  + "FROM summaries WHERE rowid > ? ORDER BY rowid LIMIT ?")
+        last = start
+        while True:
+            rows = self.con.execute(select, (last, BATCH)).fetchall()
+            if not rows:
+                break
+            ids = [r[1] for r in rows]
+            inputs = self._input_tokens(ids)
+            for rowid, sid, conv, content, kind, model in rows:
+                last = rowid
+                self._max_rowid = rowid
+                self.records_read += 1
+                yield SummaryRecord(
+                    id=str(sid), content=content if isinstance(content, str) else ("" if content is None else str(content)),
+                    source=KIND, input_tokens=inputs.get(sid), stale_scope=f"lcm:{conv}", token_counter="lcm",
+                    meta={"fallback": model == "emergency-fallback", "conversation_id": conv, "kind": kind,
+                          "model": model, "rowid": rowid})
+
+    def _input_tokens(self, ids: list) -> dict:
+        out = {}
+        marks = ",".join("?" * len(ids))
+        if self.has_msgs:
+            for sid, n in self.con.execute(
+                    f"SELECT sm.summary_id, SUM(m.token_count) FROM summary_messages sm "
+                    f"JOIN messages m ON m.message_id = sm.message_id WHERE sm.summary_id IN ({marks}) "
+                    f"GROUP BY sm.summary_id", ids):
+                out[sid] = int(n or 0)
+        if self.has_parents:
+            for sid, n in self.con.execute(
+                    f"SELECT sp.summary_id, SUM(p.token_count) FROM summary_parents sp "
+                    f"JOIN summaries p ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id IN ({marks}) "
+                    f"GROUP BY sp.summary_id", ids):
+                out[sid] = out.get(sid, 0) + int(n or 0)
+        return {k: v for k, v in out.items() if v > 0}
+
+    def history(self, scope):
+        """Summaries of a conversation checked before the watermark (for staleness)."""
+        if not scope.startswith("lcm:") or not self._start:
+            return ()
+        conv = scope[4:]
+        return [(sid, content_key(c or "")) for sid, c in self.con.execute(
+            "SELECT summary_id, content FROM summaries WHERE conversation_id = ? AND rowid <= ? ORDER BY rowid",
+            (conv, self._start))]
+
+    def covered(self, watermark):
+        top = int((watermark or {}).get("rowid") or 0)
+        return lambda record: record.meta.get("rowid", 0) <= top
+
+    def close(self):
+        self.con.close()

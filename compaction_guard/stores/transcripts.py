@@ -1,0 +1,255 @@
+"""OpenClaw session transcripts: JSONL files and the per-agent SQLite database.
+
+File-backed: $OPENCLAW_HOME/agents/<agentId>/sessions/<sessionId>.jsonl, one JSON
+entry per line. Database-backed (OpenClaw 2026.7.2+):
+$OPENCLAW_HOME/agents/<agentId>/agent/openclaw-agent.sqlite, table transcript_events
+(session_id, seq, event_json | event_zstd). Either way a compaction entry is
+{"type": "compaction", "id", "timestamp", "summary", "tokensBefore", ...}: one
+record, input = tokensBefore, id = the entry's id, stale scope = the session.
+
+JSONL is read from the byte offset where the last check stopped (a file that
+shrank or was replaced is read again from the start). A line that is not JSON,
+or a last line still being written, is skipped with a count, never the file.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..detectors.stale import content_key
+from ..errors import GuardError
+from ..records import SummaryRecord
+from . import sqlite_ro
+from .source import Source
+
+JSONL_KIND = "openclaw-session"
+AGENT_DB_KIND = "openclaw-agent-db"
+
+
+def _compaction_record(entry: dict, session: str, source: str, between: int) -> Optional[SummaryRecord]:
+    if not isinstance(entry, dict) or entry.get("type") != "compaction":
+        return None
+    summary = entry.get("summary")
+    tokens = entry.get("tokensBefore")
+    tokens = int(tokens) if isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and tokens > 0 else None
+    return SummaryRecord(
+        id=str(entry.get("id") or "?"), content=summary if isinstance(summary, str) else ("" if summary is None else str(summary)),
+        source=source, input_tokens=tokens, stale_scope=f"session:{session}",
+        meta={"session": session, "timestamp": entry.get("timestamp"), "tokens_before": tokens,
+              "entries_since_previous": between, "from_hook": bool(entry.get("fromHook"))})
+
+
+class SessionFileSource(Source):
+    """One session JSONL file."""
+
+    kind = JSONL_KIND
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.session = path.stem
+        self._offset = 0
+        self._inode = None
+        self._between = 0
+        self._history, self._recent = [], []
+        self._seen, self._seen_recent = [], []
+        self.bad_lines = 0
+
+    def records(self, watermark):
+        wm = watermark or {}
+        try:
+            st = self.path.stat()
+        except OSError as exc:
+            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
+        offset = int(wm.get("offset") or 0)
+        if wm.get("inode") not in (None, st.st_ino) or offset > st.st_size:
+            if offset:
+                self.notes.append(f"{self.path}: replaced or shortened since the last check; read again from the start")
+            offset = 0
+        self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
+        self._recent = [tuple(x) for x in wm.get("recent", [])] if offset else []
+        self._inode = st.st_ino
+        between = int(wm.get("between") or 0) if offset else 0
+        try:
+            fh = open(self.path, "rb")
+        except OSError as exc:
+            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
+        with fh:
+            fh.seek(offset)
+            pos = offset
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break            # a line still being written: read it next time
+                line_start, pos = pos, pos + len(raw)
+                if not raw.strip():
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    self.bad_lines += 1
+                    continue
+                rec = _compaction_record(entry, self.session, self.kind, between)
+                if rec is None:
+                    between += 1
+                    continue
+                between = 0
+                rec.meta["offset"] = line_start
+                self.records_read += 1
+                self._seen.append((rec.id, content_key(rec.content)))
+                self._seen_recent.append((rec.meta.get("timestamp"), rec.meta.get("tokens_before")))
+                yield rec
+            self._offset = pos
+        self._between = between
+        if self.bad_lines:
+            self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
+
+    def new_watermark(self):
+        # staleness and storms need the last compactions of the session: keys and figures only
+        return {"offset": self._offset, "inode": self._inode, "between": self._between,
+                "history": [list(x) for x in (self._history + self._seen)[-200:]],
+                "recent": [list(x) for x in (self._recent + self._seen_recent)[-20:]]}
+
+    def history(self, scope):
+        return self._history
+
+    def recent(self, scope):
+        return self._recent
+
+    def covered(self, watermark):
+        wm = watermark or {}
+        same = wm.get("inode") == self._inode
+        top = int(wm.get("offset") or 0)
+        return lambda record: same and record.meta.get("offset", 0) < top
+
+
+class AgentDbSource(Source):
+    """An agent's openclaw-agent.sqlite: compaction events of every session."""
+
+    kind = AGENT_DB_KIND
+
+    def __init__(self, path: Path, con=None):
+        super().__init__(path)
+        self.con = con or sqlite_ro.connect(path, "OpenClaw agent database (openclaw-agent.sqlite)")
+        cols = sqlite_ro.tables(self.con)
+        te = cols.get("transcript_events")
+        if not te or not {"session_id", "seq"} <= te or not ({"event_json", "event_zstd"} & te):
+            self.con.close()
+            raise GuardError(f"{self.path}: a SQLite database, but not an OpenClaw agent database (no transcript_events "
+                             "with session_id, seq, event_json/event_zstd); check the path")
+        self.has_json = "event_json" in te
+        self.has_zstd = "event_zstd" in te
+        self._max = 0
+        self.bad_events = 0
+        self._dctx = None
+
+    def _decode(self, text, blob) -> Optional[dict]:
+        raw = text
+        if raw is None and blob is not None:
+            try:
+                import zstandard
+            except ImportError:
+                raise GuardError(f"{self.path}: holds zstd-compressed events; install zstandard (pip install zstandard)") from None
+            if self._dctx is None:
+                self._dctx = zstandard.ZstdDecompressor()
+            try:
+                raw = self._dctx.decompressobj().decompress(bytes(blob))
+            except zstandard.ZstdError:
+                return None
+        if raw is None:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def records(self, watermark):
+        start = int((watermark or {}).get("rowid") or 0)
+        top = self.con.execute("SELECT coalesce(max(rowid), 0) FROM transcript_events").fetchone()[0]
+        if start > top:
+            self.notes.append(f"{self.path}: fewer events than at the last check; checking all of them")
+            start = 0
+        self._start = self._max = start
+        cols = ", ".join(["event_json" if self.has_json else "NULL", "event_zstd" if self.has_zstd else "NULL"])
+        last_seq = {}
+        # counting the events between compactions needs every event of the session, in order
+        cur = self.con.execute(f"SELECT rowid, session_id, seq, {cols} FROM transcript_events WHERE rowid > ? "
+                               "ORDER BY session_id, seq", (start,))
+        between = {}
+        for rowid, session, seq, text, blob in cur:
+            self._max = max(self._max, rowid)
+            if text is not None and '"compaction"' not in text:
+                between[session] = between.get(session, 0) + 1
+                continue
+            entry = self._decode(text, blob)
+            if entry is None:
+                self.bad_events += 1
+                continue
+            rec = _compaction_record(entry, str(session), self.kind, between.get(session, 0))
+            if rec is None:
+                between[session] = between.get(session, 0) + 1
+                continue
+            between[session] = 0
+            rec.meta["seq"] = seq
+            rec.meta["rowid"] = rowid
+            self.records_read += 1
+            yield rec
+        if self.bad_events:
+            self.notes.append(f"{self.path}: skipped {self.bad_events} event(s) that could not be decoded")
+
+    def new_watermark(self):
+        return {"rowid": self._max}
+
+    def covered(self, watermark):
+        top = int((watermark or {}).get("rowid") or 0)
+        return lambda record: record.meta.get("rowid", 0) <= top
+
+    def history(self, scope):
+        if not scope.startswith("session:") or not getattr(self, "_start", 0):
+            return ()
+        return [(str(e.get("id")), content_key(e["summary"])) for e in self._earlier(scope[8:])
+                if isinstance(e.get("summary"), str)]
+
+    def recent(self, scope):
+        if not scope.startswith("session:") or not getattr(self, "_start", 0):
+            return ()
+        return [(e.get("timestamp"), e.get("tokensBefore")) for e in self._earlier(scope[8:])][-20:]
+
+    def _earlier(self, session: str) -> list:
+        """Compaction events of a session at or before the watermark."""
+        cols = ", ".join(["event_json" if self.has_json else "NULL", "event_zstd" if self.has_zstd else "NULL"])
+        out = []
+        for _, text, blob in self.con.execute(f"SELECT rowid, {cols} FROM transcript_events WHERE session_id = ? "
+                                              "AND rowid <= ? ORDER BY seq", (session, self._start)):
+            if text is not None and '"compaction"' not in text:
+                continue
+            e = self._decode(text, blob)
+            if isinstance(e, dict) and e.get("type") == "compaction":
+                out.append(e)
+        return out
+
+    def close(self):
+        self.con.close()
+
+
+def session_files(home: Path) -> list:
+    agents = home / "agents"
+    if not agents.is_dir():
+        return []
+    return sorted(agents.glob("*/sessions/*.jsonl"))
+
+
+def agent_dbs(home: Path) -> list:
+    agents = home / "agents"
+    if not agents.is_dir():
+        return []
+    return sorted(p for p in agents.glob("*/agent/openclaw-agent.sqlite") if p.is_file())
+
+
+def looks_like_session_jsonl(head: bytes) -> bool:
+    first = head.split(b"\n", 1)[0].strip()
+    try:
+        entry = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(entry, dict) and entry.get("type") in ("session", "compaction", "message") and "id" in entry
