@@ -1,10 +1,10 @@
 """Opening a user's SQLite database without changing it.
 
 `mode=ro` never writes the database, but on a WAL database with no -wal/-shm files
-(OpenClaw not running) SQLite would create them. So: when a -wal file exists (a
-writer is or was active), open `mode=ro` and read the last committed state,
-waiting up to the busy timeout for a writer's lock; when it does not, open
-`immutable=1`, which creates nothing. Every query runs on this one connection.
+(OpenClaw not running) SQLite would create them. So a WAL database with no -wal
+file is opened `immutable=1`, which creates nothing; any other database (WAL with a
+writer active: the last committed state; rollback journal: a writer's lock is
+waited for up to the busy timeout) is opened `mode=ro`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,10 @@ def connect(path: Path, what: str) -> sqlite3.Connection:
     if not is_sqlite(path):
         raise GuardError(f"{path}: not a SQLite database; check the path to the {what}")
     wal = Path(str(path) + "-wal")
-    query = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    with open(path, "rb") as fh:
+        header = fh.read(20)
+    wal_mode = len(header) >= 20 and header[18] == 2 and header[19] == 2
+    query = "mode=ro&immutable=1" if wal_mode and not wal.exists() else "mode=ro"
     uri = f"file:{urllib.parse.quote(str(path))}?{query}"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)

@@ -1,0 +1,233 @@
+"""lcm.db, session JSONL and agent SQLite: found under the home, read-only, incremental."""
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from compaction_guard import operations
+from compaction_guard.settings import DEFAULT
+from compaction_guard.state import StateStore, state_path
+from conftest import run_guard
+from openclaw_fixtures import LcmBuilder, agent_db, compaction, message, session_jsonl
+
+GOOD_A = ("The user migrated the session store to SQLite (better-sqlite3 v12). 412 sessions moved with "
+          "scripts/migrate-sessions.ts; PR #1893 is open. Next: an index on sessions(updated_at).")
+GOOD_B = ("Billing moved from PayPal to Stripe on 2026-11-21; webhook /api/stripe/webhook; 3 subscriptions "
+          "failed on expired cards and the user will email those customers by Friday.")
+GOOD_C = "Week summary: billing migration shipped, 23 of 31 tickets closed, search rewrite postponed to Q1."
+# a Russian summary whose UTF-8 bytes were read as cp1252 on the way into the store
+MOJIBAKE = "Пользователь перенёс CI на GitHub Actions; публикация ждёт тегов v*.".encode().decode("cp1252", "replace")
+HISTORY = [f"user asked about step {i}: configure service-{i} on host web-{i:02d}, port {8000 + i}, "
+           f"and the assistant answered with the exact config file /etc/svc/{i}.yaml and its checksum." for i in range(30)]
+
+
+def files_digest(root):
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "compaction-resilience-guard" not in str(p):
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def build_lcm(home):
+    b = LcmBuilder(home / "lcm.db")
+    c1 = b.conversation("sess-1")
+    m1 = b.messages(c1, HISTORY[:10])
+    m2 = b.messages(c1, HISTORY[10:20])
+    s1 = b.summary(c1, GOOD_A, messages=m1, sid="sum_00000000000000a1")
+    s2 = b.summary(c1, GOOD_B, messages=m2, sid="sum_00000000000000a2")
+    b.summary(c1, GOOD_C, parents=[s1, s2], sid="sum_00000000000000a3")
+    m3 = b.messages(c1, HISTORY[20:23])
+    b.summary(c1, " ".join(HISTORY[20:23]) + "\n" + " ".join(HISTORY[:6]), messages=m3, sid="sum_00000000000000a4")  # inflation
+    m4 = b.messages(c1, HISTORY[23:30])
+    b.summary(c1, "\n".join(HISTORY[23:25]) + "\n[Truncated from 1842 tokens]", messages=m4,
+              model="emergency-fallback", sid="sum_00000000000000a5")
+    c2 = b.conversation("sess-2")
+    m5 = b.messages(c2, HISTORY[:12])
+    b.summary(c2, GOOD_A, messages=m5[:6], sid="sum_00000000000000b1")
+    b.summary(c2, GOOD_A + "  ", messages=m5[6:], sid="sum_00000000000000b2")    # stale within the conversation
+    b.commit()
+    return b
+
+
+def test_lcm_db_found_measured_and_tagged(home):
+    b = build_lcm(home)
+    b.close()
+    before = files_digest(home)
+    rep = operations.check(home)
+    by = {r.id: r for r in rep.results}
+    assert {r.source for r in rep.results} == {"lossless-claw"}
+    assert by["sum_00000000000000a1"].valid and by["sum_00000000000000a2"].valid and by["sum_00000000000000a3"].valid
+    # input measured from the source messages / source summaries, in lossless-claw's own units
+    assert by["sum_00000000000000a1"].input_tokens > by["sum_00000000000000a1"].output_tokens
+    assert by["sum_00000000000000a3"].input_tokens == by["sum_00000000000000a1"].output_tokens + \
+        by["sum_00000000000000a2"].output_tokens
+    assert by["sum_00000000000000a4"].failures == ["inflation"]
+    assert by["sum_00000000000000a5"].failures == ["truncation_marker"]
+    assert by["sum_00000000000000b2"].failures == ["stale"]
+    assert rep.sources[0]["name"] == "lossless-claw" and rep.fallback == 1
+    st = StateStore(state_path(home), DEFAULT).read()
+    assert st["level_usage"]["l3_deterministic"] == 1 and st["level_usage"]["l1_normal"] == 6
+    assert files_digest(home) == before          # not a byte of the store changed
+    assert not (home / "lcm.db-wal").exists()    # and nothing was created beside it
+
+
+def test_lcm_incremental_then_all(home):
+    b = build_lcm(home)
+    assert len(operations.check(home).results) == 7
+    assert operations.check(home).results == []                       # nothing new
+    c = b.con.execute("SELECT conversation_id FROM conversations WHERE session_id='sess-2'").fetchone()[0]
+    m = b.messages(c, HISTORY[12:16])
+    b.summary(c, GOOD_A, messages=m, sid="sum_00000000000000b3")    # stale against a summary checked last time
+    b.commit()
+    rep = operations.check(home)
+    assert [(r.id, r.failures) for r in rep.results] == [("sum_00000000000000b3", ["stale"])]
+    assert len(operations.check(home, recheck_all=True).results) == 8
+    st = StateStore(state_path(home), DEFAULT).read()
+    assert sum(st["level_usage"].values()) == 8          # --all counted nothing twice
+    b.close()
+
+
+def test_lcm_read_while_a_writer_holds_the_lock(home):
+    b = build_lcm(home)
+    b.close()
+    writer = sqlite3.connect(home / "lcm.db", timeout=5)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO conversations (session_id) VALUES ('busy')")
+    try:
+        rep = operations.check(home)          # WAL: the reader sees the last committed state
+        assert len(rep.results) == 7 and not rep.errors
+    finally:
+        writer.rollback()
+        writer.close()
+
+
+def test_lcm_rollback_journal_writer_waits_for_busy_timeout(home):
+    b = LcmBuilder(home / "lcm.db", wal=False)
+    c = b.conversation("s")
+    b.summary(c, GOOD_A, messages=b.messages(c, HISTORY[:8]))
+    b.close()
+    writer = sqlite3.connect(home / "lcm.db", timeout=5, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN EXCLUSIVE")
+    threading.Timer(0.5, lambda: writer.execute("COMMIT")).start()
+    t0 = time.monotonic()
+    rep = operations.check(home, save=False)
+    assert len(rep.results) == 1 and time.monotonic() - t0 >= 0.4
+    writer.close()
+
+
+def sessions_home(home):
+    d = home / "agents" / "main" / "sessions"
+    entries = [message(i, HISTORY[i]) for i in range(6)]
+    entries.append(compaction("c1", GOOD_A, 41000, "2026-11-28T09:10:00.000Z"))
+    entries += [message(i, HISTORY[i]) for i in range(6, 9)]
+    entries.append(compaction("c2", GOOD_A.replace(" ", "  "), 43000, "2026-11-28T11:10:00.000Z"))   # stale
+    entries += [message(i, HISTORY[i]) for i in range(9, 12)]
+    entries.append(compaction("c3", "Summary unavailable due to context limits. Older messages were truncated.", 52000,
+                              "2026-11-28T13:00:00.000Z"))
+    session_jsonl(d / "sess-a.jsonl", "sess-a", entries)
+    return d / "sess-a.jsonl"
+
+
+def test_session_jsonl_compactions(home):
+    f = sessions_home(home)
+    before = files_digest(home)
+    rep = operations.check(home)
+    assert [(r.id, r.source, r.failures) for r in rep.results] == [
+        ("c1", "openclaw-session", []), ("c2", "openclaw-session", ["stale"]), ("c3", "openclaw-session", ["empty"])]
+    assert rep.results[0].input_tokens == 41000
+    assert files_digest(home) == before
+    # a compaction appended later is seen by the next check, alone
+    with open(f, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(message(12, HISTORY[12])) + "\n")
+        fh.write(json.dumps(compaction("c4", GOOD_A, 60000, "2026-11-28T15:00:00.000Z")) + "\n")
+    rep = operations.check(home)
+    assert [(r.id, r.failures) for r in rep.results] == [("c4", ["stale"])]
+
+
+def test_bad_jsonl_lines_are_skipped_with_a_count(home):
+    d = home / "agents" / "main" / "sessions"
+    session_jsonl(d / "s.jsonl", "s", [message(0, HISTORY[0]), compaction("c1", GOOD_B, 30000, "2026-11-28T09:00:00Z")])
+    with open(d / "s.jsonl", "a") as fh:
+        fh.write('{"type": "compaction", "id": "broken", "summ\n')              # invalid line
+        fh.write(json.dumps(compaction("c2", GOOD_C, 31000, "2026-11-28T10:00:00Z")) + "\n")
+        fh.write('{"type": "compaction", "id": "c3", "summary": "half a li')    # being written: no newline yet
+    rep = operations.check(home)
+    assert [r.id for r in rep.results] == ["c1", "c2"]
+    assert any("skipped 1 line" in n for n in rep.notes)
+    with open(d / "s.jsonl", "a") as fh:
+        fh.write('ne that is now complete and long enough.", "tokensBefore": 32000, "timestamp": "2026-11-28T11:00:00Z"}\n')
+    assert [r.id for r in operations.check(home).results] == ["c3"]
+
+
+def test_storms_are_warnings_with_numbers(home):
+    d = home / "agents" / "main" / "sessions"
+    entries = []
+    for i in range(7):
+        entries.append(message(i, HISTORY[i]))
+        entries.append(compaction(f"c{i}", f"{GOOD_A} Round {i}: checked host web-{i:02d}.", 190000 + i * 500,
+                                  f"2026-11-28T09:0{i}:00.000Z"))
+    session_jsonl(d / "storm.jsonl", "storm", entries)
+    rep = operations.check(home)
+    assert all(r.valid for r in rep.results)
+    warned = [w for r in rep.results for w in r.warnings]
+    assert any(w.startswith("compaction_storm: 6 compactions within 10 minutes") for w in warned)
+    assert any(w.startswith("not_shrinking: 3 compactions in a row") and "190000, 190500, 191000" in w for w in warned)
+
+
+def test_agent_sqlite_with_zstd_events(home):
+    db = home / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    events = [("s1", 1, message(1, HISTORY[1])), ("s1", 2, compaction("e1", GOOD_B, 38000, "2026-11-28T09:00:00Z")),
+              ("s1", 3, message(3, HISTORY[3])), ("s1", 4, compaction("e2", MOJIBAKE, 39000, "2026-11-28T10:00:00Z")),
+              ("s2", 1, compaction("e3", GOOD_C, 12000, "2026-11-28T09:00:00Z"))]
+    agent_db(db, events, compress_from=2)
+    before = files_digest(home)
+    rep = operations.check(home)
+    assert [(r.id, r.source, r.failures) for r in rep.results] == [
+        ("e1", "openclaw-agent-db", []), ("e2", "openclaw-agent-db", ["garbled"]), ("e3", "openclaw-agent-db", [])]
+    assert files_digest(home) == before
+
+
+def test_file_accepts_each_store(home, tmp_path):
+    build_lcm(tmp_path).close()
+    p = run_guard("--check", "--file", tmp_path / "lcm.db", "--format", "json", home=home)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["summaries_checked"] == 7 and doc["results"][0]["source"] == "lossless-claw"
+    f = sessions_home(tmp_path)
+    doc = json.loads(run_guard("--check", "--file", f, "--format", "json", home=home).stdout)
+    assert [r["id"] for r in doc["results"]] == ["c1", "c2", "c3"]
+    db = tmp_path / "agent.sqlite"
+    agent_db(db, [("s", 1, compaction("e1", GOOD_B, 38000, "2026-11-28T09:00:00Z"))])
+    doc = json.loads(run_guard("--check", "--file", db, "--format", "json", home=home).stdout)
+    assert doc["results"][0]["id"] == "e1" and doc["results"][0]["valid"]
+
+
+def test_bad_stores_are_errors_and_the_others_are_checked(home):
+    sessions_home(home)
+    (home / "lcm.db").write_bytes(b"this is not a database")
+    db = home / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE something_else (x)")
+    con.commit()
+    con.close()
+    p = run_guard("--check", "--format", "json", home=home)
+    assert p.returncode == 2
+    doc = json.loads(p.stdout)
+    assert [r["id"] for r in doc["results"]] == ["c1", "c2", "c3"]
+    errs = p.stderr.strip().splitlines()
+    assert len(errs) == 2 and "Traceback" not in p.stderr
+    assert any("lcm.db: not a SQLite database" in e for e in errs)
+    assert any("unknown schema" in e or "not an OpenClaw agent database" in e for e in errs)
+
+
+def test_check_says_which_stores_it_found(home):
+    build_lcm(home).close()
+    sessions_home(home)
+    p = run_guard("--check", home=home)
+    assert "source: lossless-claw" in p.stdout and "source: openclaw-session" in p.stdout
+    assert "by source:" in p.stdout
