@@ -7,6 +7,7 @@ Exit status: 0 fine (a check found no failure), 1 a check found failures,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def run(argv=None) -> int:
     if args.check:
         input_text = read_text(Path(args.input), "input file")[0] if args.input else None
         out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
-        progress = render.Progress(sys.stderr) if args.format != "json" and sys.stderr.isatty() else None
+        progress = (render.Progress(sys.stderr, float(os.environ.get("GUARD_PROGRESS_DELAY", "2")))
+                    if args.format != "json" and sys.stderr.isatty() else None)
         out.start()
         rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
                                recheck_all=args.all, on_result=out.result, collect=False,

@@ -231,3 +231,49 @@ def test_check_says_which_stores_it_found(home):
     p = run_guard("--check", home=home)
     assert "source: lossless-claw" in p.stdout and "source: openclaw-session" in p.stdout
     assert "by source:" in p.stdout
+
+
+def _big_lcm(home, n=1200):
+    b = LcmBuilder(home / "lcm.db")
+    c = b.conversation("big")
+    for i in range(n):
+        b.summary(c, f"{GOOD_A} Checkpoint {i}: host web-{i:04d} verified.", messages=b.messages(c, HISTORY[:3]))
+    b.close()
+
+
+def _run_on_tty(args, home, env_extra):
+    import pty
+    import subprocess
+    import sys
+    from conftest import ROOT
+    import tempfile
+    master, slave = pty.openpty()
+    env = dict(os.environ, OPENCLAW_HOME=str(home), **env_extra)
+    stdout = tempfile.TemporaryFile()
+    p = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *args], stdout=stdout, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait()
+    os.close(master)
+    stdout.seek(0)
+    out = stdout.read().decode()
+    return out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_only(home):
+    _big_lcm(home)
+    out, err = _run_on_tty(["--check", "--all"], home, {"GUARD_PROGRESS_DELAY": "0"})
+    assert "lossless-claw: " in err and "/s" in err and "1,000/1,200" in err
+    assert "Summaries checked:  1200" in out
+    out, err = _run_on_tty(["--check", "--all", "--format", "json"], home, {"GUARD_PROGRESS_DELAY": "0"})
+    assert err.strip() == "" and json.loads(out)["summaries_checked"] == 1200
+    p = run_guard("--check", "--all", home=home)           # stderr is a pipe: no bar
+    assert p.stderr == ""
