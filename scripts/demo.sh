@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 home=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
 cp -r demo/openclaw-home/. "$home/"
+.venv/bin/python demo/add_openclaw_stores.py "$home"     # + a lossless-claw lcm.db and a session transcript
 export OPENCLAW_HOME="$home"
 echo "== compaction-guard --check   (OPENCLAW_HOME=$home)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"
