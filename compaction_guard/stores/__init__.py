@@ -41,16 +41,7 @@ def memory_path(home: Path) -> Path:
 
 def read_text(path: Path, what: str = "file") -> tuple:
     """(text, note) of a user's file, read-only; note says if bytes were not UTF-8."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise GuardError(f"{path}: no such {what}; check the path") from None
-    except PermissionError:
-        raise GuardError(f"{path}: permission denied; run as a user who can read it") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise GuardError(f"{path}: is a directory; give a summaries file inside it")
-    if not stat.S_ISREG(st.st_mode):
-        raise GuardError(f"{path}: not a regular file; give a summaries file")
+    st = _check_regular(path, what)
     if st.st_size > MAX_FILE_BYTES:
         raise GuardError(f"{path}: {st.st_size >> 20} MB is over the {MAX_FILE_BYTES >> 20} MB limit; split the file")
     try:
@@ -72,7 +63,8 @@ def read_text(path: Path, what: str = "file") -> tuple:
         return raw.decode("utf-8", errors="replace"), f"{path}: not valid UTF-8 ({bad} byte sequences replaced)"
 
 
-def _check_regular(path: Path, what: str) -> None:
+def _check_regular(path: Path, what: str):
+    """The file's stat, or a GuardError saying why it cannot be read as a file."""
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -83,6 +75,7 @@ def _check_regular(path: Path, what: str) -> None:
         raise GuardError(f"{path}: is a directory; give a summaries file inside it")
     if not stat.S_ISREG(st.st_mode):
         raise GuardError(f"{path}: not a regular file; give a summaries file")
+    return st
 
 
 def _sqlite_source(path: Path) -> Source:
