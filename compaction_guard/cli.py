@@ -11,9 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import faults, operations, providers, render
+from . import config, faults, operations, providers, render
 from .errors import GuardError
-from .settings import DEFAULT
 from .stores import openclaw_home, read_text
 
 
@@ -31,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
     act.add_argument("--report", action="store_true", help="failure and escalation history")
     act.add_argument("--status", action="store_true", help="last check summary (the default)")
+    act.add_argument("--print-config", action="store_true",
+                     help="every effective setting and where it came from (default, file, environment, flag)")
     p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
     p.add_argument("--input", metavar="FILE", help="with --compact: the text to summarize ('-' or none: stdin); "
                    "with --check --file TEXT: the source text the summary replaced")
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "since the last check")
     p.add_argument("--format", choices=["text", "json"], default="text", help="text for people, json for machines")
     p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
+    p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
+                   help="override one setting (repeatable); names: --print-config")
     llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
     llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
     llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
@@ -69,7 +72,14 @@ def _out(args, doc: dict, text: str) -> None:
 def run(argv=None) -> int:
     args = build_parser().parse_args(argv)
     home = Path(args.home).expanduser() if args.home else openclaw_home()
-    settings = DEFAULT
+    eff = config.load(home, overrides=args.set)
+    settings = eff.settings
+    flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
+             "api_key_env": args.api_key_env, "timeout": args.timeout}
+    if args.print_config:
+        doc = config.describe(eff, providers.resolve(flags, home, file_values=eff.provider_values), home)
+        _out(args, doc, render.config_text(doc))
+        return 0
     if (args.file or args.input_tokens is not None) and not args.check:
         raise GuardError("--file and --input-tokens go with --check; add --check")
     if args.input and not (args.check or args.compact):
@@ -77,7 +87,7 @@ def run(argv=None) -> int:
     if args.input_tokens is not None and args.input_tokens < 0:
         raise GuardError("--input-tokens must be 0 or more")
     if (args.provider or args.base_url or args.model or args.api_key_env or args.timeout is not None or args.fault) \
-            and not (args.simulate is not None or args.compact):
+            and not (args.simulate is not None or args.compact or args.print_config):
         raise GuardError("--provider, --base-url, --model, --api-key-env, --timeout and --fault go with "
                          "--simulate or --compact")
     if args.all and not args.check:
@@ -103,9 +113,7 @@ def run(argv=None) -> int:
         else:
             text = sys.stdin.read() if args.simulate == "-" else args.simulate
         previous = read_text(Path(args.previous), "previous summary")[0] if args.previous else None
-        flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
-                 "api_key_env": args.api_key_env, "timeout": args.timeout}
-        choice = providers.resolve(flags, home)
+        choice = providers.resolve(flags, home, file_values=eff.provider_values)
         result = operations.compact(text, home, settings=settings, choice=choice, faults=faults.parse(args.fault),
                                     previous=previous)
         if args.compact and args.format != "json":

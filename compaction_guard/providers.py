@@ -134,9 +134,11 @@ def from_openclaw(home: Path, env) -> Optional[ProviderChoice]:
                           note=f"compaction model {ref} from openclaw.json")
 
 
-def resolve(flags: dict, home: Path, env=None) -> ProviderChoice:
-    """The provider to use. `flags`: provider, base_url, model, api_key_env, timeout (None = not given)."""
+def resolve(flags: dict, home: Path, env=None, file_values: Optional[dict] = None) -> ProviderChoice:
+    """The provider to use. `flags`: provider, base_url, model, api_key_env, timeout (None = not given);
+    then the environment (GUARD_*), then `file_values` (config.yaml's provider: section)."""
     env = os.environ if env is None else env
+    file_values = file_values or {}
     origin = {}
 
     def pick(name, env_name):
@@ -146,6 +148,9 @@ def resolve(flags: dict, home: Path, env=None) -> ProviderChoice:
         if env.get(env_name):
             origin[name] = "environment"
             return env[env_name]
+        if file_values.get(name) is not None:
+            origin[name] = "file"
+            return file_values[name]
         return None
 
     provider = pick("provider", "GUARD_PROVIDER")
@@ -160,6 +165,8 @@ def resolve(flags: dict, home: Path, env=None) -> ProviderChoice:
     if timeout <= 0:
         raise GuardError(f"--timeout {timeout:g}: give a positive number of seconds")
     origin.setdefault("timeout", "default")
+    if isinstance(provider, str):
+        provider = provider.strip()
     if provider is None and (model or base_url):
         provider = "openai"
         origin["provider"] = "default (a model or base URL was given)"

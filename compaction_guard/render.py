@@ -207,3 +207,20 @@ def status_text(st: dict) -> str:
         + (f" | circuit breaker OPEN until {st['circuit_open_until']}" if st.get("circuit_open_until") else ""),
         "",
     ])
+
+
+def config_text(doc: dict) -> str:
+    out = ["Effective configuration", "-" * 60]
+    for k, v in doc["paths"].items():
+        out.append(f"  {k:<24} {v}")
+    out += ["", f"  {'setting':<28} {'value':<18} origin"]
+    for name, item in doc["settings"].items():
+        out.append(f"  {name:<28} {str(item['value']):<18} {item['origin']}")
+    out += ["", "  provider (L1/L2 summarizer)"]
+    for name, item in doc["provider"].items():
+        if name == "note":
+            out.append(f"  note: {item}")
+        else:
+            out.append(f"  {name:<28} {str(item['value']):<18} {item['origin']}")
+    out.append("")
+    return "\n".join(out)
