@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file TEXT: the source's size in tokens")
     p.add_argument("--all", action="store_true", help="with --check: re-check every summary, not only those added "
                    "since the last check")
-    p.add_argument("--format", choices=["text", "json"], default="text", help="text for people, json for machines")
+    p.add_argument("--format", choices=["text", "json", "prometheus"], default="text",
+                   help="text for people, json for machines, prometheus (with --report) for scrapers")
+    p.add_argument("--since", metavar="DATE", help="with --report: only what happened from DATE (YYYY-MM-DD)")
+    p.add_argument("--html", metavar="FILE", help="with --report: also write a self-contained HTML report to FILE")
     p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
@@ -52,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--fault", metavar="L1=KIND,L2=KIND", help="inject failures to watch escalation "
                      "(empty, inflation, garbled, repetition, truncation_marker, stale, error, timeout, refusal, ...)")
     return p
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a report file whole or not at all (temp file + rename)."""
+    import tempfile
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".report-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise GuardError(f"{path}: cannot write the report ({exc.strerror}); choose a writable path") from None
 
 
 def _read_input(path) -> str:
@@ -92,6 +108,10 @@ def run(argv=None) -> int:
                          "--simulate or --compact")
     if args.all and not args.check:
         raise GuardError("--all goes with --check")
+    if (args.since or args.html) and not args.report:
+        raise GuardError("--since and --html go with --report")
+    if args.format == "prometheus" and not args.report:
+        raise GuardError("--format prometheus goes with --report")
     if args.check:
         input_text = read_text(Path(args.input), "input file")[0] if args.input else None
         out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
@@ -122,8 +142,14 @@ def run(argv=None) -> int:
             _out(args, result.to_dict(), render.simulate_text(result))
         return 0
     if args.report:
-        rep = operations.report(home, settings)
-        _out(args, rep, render.report_text(rep))
+        rep = operations.report(home, settings, since=args.since)
+        if args.html:
+            from .html_report import render as render_html
+            write_text_atomic(Path(args.html), render_html(rep, operations.status(home, settings)))
+        if args.format == "prometheus":
+            sys.stdout.write(render.report_prometheus(rep, operations.status(home, settings)))
+        else:
+            _out(args, rep, render.report_text(rep) + (f"  HTML report written to {args.html}\n" if args.html else ""))
         return 0
     st = operations.status(home, settings)
     _out(args, st, render.status_text(st))

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import date, datetime, timedelta, timezone
 from collections import Counter, deque
 from pathlib import Path
 from typing import Callable, Optional
@@ -106,6 +107,7 @@ class FailureLog:
     def __init__(self, limit: int):
         self.entries = deque(maxlen=limit)
         self.new_by_level = Counter()
+        self.counts = Counter()       # (source, kind) -> failures among new summaries
 
     def add(self, result, when: str) -> None:
         if not getattr(result, "new", True):
@@ -113,6 +115,7 @@ class FailureLog:
         fallback = getattr(result, "fallback", False) or "truncation_marker" in result.failures
         self.new_by_level["l3_deterministic" if fallback else "l1_normal"] += 1
         for kind in result.failures:
+            self.counts[(result.source, kind)] += 1
             self.entries.append({"summary_id": result.id, "failure_type": kind, "level_used": 3 if fallback else 1,
                                  "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
                                  "detected_at": when, "source": result.source})
@@ -151,30 +154,62 @@ def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: S
 simulate = compact
 
 
-def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: int = 10) -> dict:
-    """Failure and escalation history: level mix with shares, the L3 warning, recent failures by kind."""
+def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: int = 10, since: Optional[str] = None,
+           days: int = 30) -> dict:
+    """Failure and escalation history: the level mix (overall and per day for the last
+    `days` days, or from `since`, an ISO date), the L3 warning, failure kinds by source,
+    the circuit breaker's history and the most recent failures."""
     home = Path(home) if home is not None else stores.openclaw_home()
     state = _store(home, settings).read()
-    usage = state["level_usage"]
+    today = datetime.now(timezone.utc).date()
+    if since:
+        try:
+            start = date.fromisoformat(since[:10])
+        except ValueError:
+            raise GuardError(f"--since {since!r}: give a date like 2026-11-01") from None
+    else:
+        start = today - timedelta(days=days - 1)
+    daily = []
+    d = start
+    while d <= today:
+        entry = state["daily"].get(d.isoformat(), {})
+        daily.append({"date": d.isoformat(), **{k: int(entry.get(k, 0)) for k in LEVEL_KEYS},
+                      "checked": int(entry.get("checked", 0)), "failures": dict(entry.get("failures", {}))})
+        d += timedelta(days=1)
+    if since:
+        usage = {k: sum(x[k] for x in daily) for k in LEVEL_KEYS}
+        failures = [f for f in state["failures"] if str(f.get("detected_at", "")) >= start.isoformat()]
+        by_source = {}
+        for f in failures:
+            src = by_source.setdefault(str(f.get("source")), {})
+            src[f.get("failure_type")] = src.get(f.get("failure_type"), 0) + 1
+    else:
+        usage = state["level_usage"]
+        failures = state["failures"]
+        by_source = state["totals"]["failures"]
     total = sum(usage.values())
     share = {k: (usage[k] / total if total else 0.0) for k in LEVEL_KEYS}
     warning = None
     if total and share["l3_deterministic"] > settings.l3_warning_share:
         warning = (f"L3 deterministic fallback is {share['l3_deterministic']:.0%} of compactions "
                    f"(over {settings.l3_warning_share:.0%}): systemic LLM issue, check the summarizer's model and provider")
-    failures = state["failures"]
     return {
         "state_file": str(state_path(home)),
+        "since": start.isoformat() if since else None,
         "last_check_at": state["last_check_at"],
         "level_usage": usage,
         "level_share": {k: round(v, 4) for k, v in share.items()},
         "total_compactions": total,
         "l3_warning": warning,
         "failures_by_kind": dict(Counter(f.get("failure_type") for f in failures).most_common()),
+        "failures_by_source": by_source,
         "failures_total": len(failures),
         "recent_failures": failures[-recent:][::-1],
+        "daily": daily,
         "checks": len(state["check_history"]),
         "chain_runs": len(state["chain_history"]),
+        "totals": state["totals"],
+        "last_check": state["check_history"][0] if state["check_history"] else None,
         "circuit_breaker": _breaker_summary(state, settings),
     }
 

@@ -163,10 +163,30 @@ def simulate_text(result) -> str:
     return "\n".join(out)
 
 
+def _daily_chart(daily: list, width: int = 40) -> list:
+    """One line per day: L1 █, L2 ▒, L3 ░ bars scaled to the busiest day, then the figures."""
+    peak = max((d["l1_normal"] + d["l2_aggressive"] + d["l3_deterministic"] for d in daily), default=0)
+    out = [f"  {'day':<10}  {'L1 █  L2 ▒  L3 ░':<{width}}  L1/L2/L3  failures"]
+    for d in daily:
+        n1, n2, n3 = d["l1_normal"], d["l2_aggressive"], d["l3_deterministic"]
+        total = n1 + n2 + n3
+        if peak:
+            w1, w2, w3 = (round(n * width / peak) for n in (n1, n2, n3))
+            w1, w2, w3 = max(w1, 1 if n1 else 0), max(w2, 1 if n2 else 0), max(w3, 1 if n3 else 0)
+        else:
+            w1 = w2 = w3 = 0
+        bar = ("█" * w1 + "▒" * w2 + "░" * w3)[:width + 3]
+        fails = sum(d["failures"].values())
+        figures = f"{n1}/{n2}/{n3}" if total else "-"
+        out.append(f"  {d['date']:<10}  {bar:<{width}}  {figures:<8}  {fails or ''}")
+    return out
+
+
 def report_text(rep: dict) -> str:
     total = rep["total_compactions"]
+    head = f"since {rep['since']}" if rep.get("since") else "all time"
     out = ["Compaction Resilience Report", "-" * 60, f"  State: {rep['state_file']}",
-           f"  Last check: {rep['last_check_at'] or 'never'}", f"  Compactions tracked: {total}"]
+           f"  Last check: {rep['last_check_at'] or 'never'}", f"  Compactions tracked ({head}): {total}"]
     for k, name in LEVEL_NAMES.items():
         n = rep["level_usage"][k]
         share = rep["level_share"][k]
@@ -174,6 +194,9 @@ def report_text(rep: dict) -> str:
         out.append(f"    {name:<17} {n:>6} {share:>6.1%} {bar}")
     if rep["l3_warning"]:
         out += ["", f"  WARNING: {rep['l3_warning']}"]
+    days = rep.get("daily") or []
+    if days:
+        out += ["", f"  Level mix per day ({days[0]['date']} to {days[-1]['date']}):"] + _daily_chart(days)
     cb = rep.get("circuit_breaker") or {}
     if cb:
         state = f"OPEN until {cb['open_until']}" if cb.get("open_until") else "closed"
@@ -182,6 +205,11 @@ def report_text(rep: dict) -> str:
                     "skipped the LLM"]
         for e in cb.get("recent_events", []):
             out.append(f"    {e.get('at')}  {e.get('event')}" + (f" until {e['open_until']}" if e.get("open_until") else ""))
+    by_source = rep.get("failures_by_source") or {}
+    if by_source:
+        out += ["", "  Failure kinds by source:"]
+        for src, kinds in sorted(by_source.items()):
+            out.append(f"    {src:<24} " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda x: -x[1])))
     out += ["", f"  Failures recorded: {rep['failures_total']}"]
     for kind, n in rep["failures_by_kind"].items():
         out.append(f"    {kind:<18} {n}")
@@ -192,6 +220,62 @@ def report_text(rep: dict) -> str:
                        f"{f.get('failure_type', '?')} (L{f.get('level_used', '?')})")
     out.append("")
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- Prometheus
+def _label(value) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def report_prometheus(rep: dict, st: dict) -> str:
+    """The Prometheus text exposition format (for node_exporter's textfile collector or
+    a Pushgateway): counters per level, per failure kind and source; gauges for the
+    last check and the L3 share."""
+    out = []
+
+    def metric(name, kind, help_, samples):
+        out.append(f"# HELP {name} {help_}")
+        out.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lab = "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}" if labels else ""
+            out.append(f"{name}{lab} {value}")
+
+    totals = rep["totals"]
+    metric("compaction_guard_compactions_total", "counter", "Compactions seen, by the chain level that produced them.",
+           [({"level": k}, rep["level_usage"][k]) for k in LEVEL_NAMES])
+    metric("compaction_guard_failures_total", "counter", "Failing summaries, by failure kind and store.",
+           [({"source": src, "kind": kind}, n) for src, kinds in sorted(totals["failures"].items())
+            for kind, n in sorted(kinds.items())])
+    metric("compaction_guard_summaries_checked_total", "counter", "Summaries checked, all checks.",
+           [({}, totals["summaries_checked"])])
+    metric("compaction_guard_checks_total", "counter", "Checks run.", [({}, totals["checks"])])
+    metric("compaction_guard_chain_runs_total", "counter", "Runs of the 3-level chain.", [({}, totals["chain_runs"])])
+    last = rep.get("last_check") or {}
+    ts = _epoch(rep.get("last_check_at"))
+    metric("compaction_guard_last_check_timestamp_seconds", "gauge", "When the last check ran (Unix time).",
+           [({}, ts)])
+    metric("compaction_guard_last_check_summaries", "gauge", "Summaries the last check looked at.",
+           [({}, last.get("summaries_checked", 0))])
+    metric("compaction_guard_last_check_failures", "gauge", "Failing summaries found by the last check.",
+           [({}, last.get("failures_found", 0))])
+    metric("compaction_guard_healthy", "gauge", "1 when the last check found no failure.",
+           [({}, 1 if (last.get("status") or "HEALTHY") == "HEALTHY" else 0)])
+    metric("compaction_guard_l3_share", "gauge", "Share of compactions produced by the L3 deterministic fallback.",
+           [({}, rep["level_share"]["l3_deterministic"])])
+    cb = rep.get("circuit_breaker") or {}
+    metric("compaction_guard_circuit_open", "gauge", "1 while the circuit breaker skips the LLM levels.",
+           [({}, 1 if cb.get("open_until") else 0)])
+    return "\n".join(out) + "\n"
+
+
+def _epoch(iso) -> float:
+    from datetime import datetime
+    if not iso:
+        return 0
+    try:
+        return datetime.fromisoformat(str(iso)).timestamp()
+    except ValueError:
+        return 0
 
 
 def status_text(st: dict) -> str:

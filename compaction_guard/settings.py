@@ -97,6 +97,7 @@ class Settings:
     max_failures_kept: int = 500
     max_check_history: int = 100
     max_chain_history: int = 200
+    max_daily_days: int = 90
     l3_warning_share: float = 0.10
 
     def with_overrides(self, **changes) -> "Settings":

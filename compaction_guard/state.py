@@ -39,15 +39,20 @@ def now_iso() -> str:
 
 def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
-            "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}}
+            "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
+            "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}}}
 
 
 def _normalize(data: dict) -> dict:
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
-    for k in ("circuit", "watermarks"):
+    for k in ("circuit", "watermarks", "daily"):
         if not isinstance(state.get(k), dict):
             state[k] = {}
+    totals = state.get("totals") if isinstance(state.get("totals"), dict) else {}
+    state["totals"] = {"summaries_checked": int(totals.get("summaries_checked") or 0),
+                       "checks": int(totals.get("checks") or 0), "chain_runs": int(totals.get("chain_runs") or 0),
+                       "failures": totals.get("failures") if isinstance(totals.get("failures"), dict) else {}}
     usage = state.get("level_usage") if isinstance(state.get("level_usage"), dict) else {}
     state["level_usage"] = {k: int(usage.get(k) or 0) for k in LEVEL_KEYS}
     for k in ("failures", "check_history", "chain_history"):
@@ -116,6 +121,8 @@ class StateStore:
 
     def _trim(self, state: dict) -> None:
         s = self.settings
+        for day in sorted(state["daily"])[:-s.max_daily_days]:
+            del state["daily"][day]
         state["failures"] = state["failures"][-s.max_failures_kept:]
         state["check_history"] = state["check_history"][:s.max_check_history]
         state["chain_history"] = state["chain_history"][:s.max_chain_history]
@@ -154,10 +161,17 @@ def record_check(state: dict, report, settings, log=None) -> int:
     model='emergency-fallback'), l1_normal otherwise, so the L3 share is the share
     of all compactions observed."""
     now = report.checked_at
+    day = _day(state, now)
+    day["checked"] = day.get("checked", 0) + report.checked
+    state["totals"]["summaries_checked"] += report.checked
+    state["totals"]["checks"] += 1
     if log is not None:
         for level, n in log.new_by_level.items():
             state["level_usage"][level] += n
+            day[level] = day.get(level, 0) + n
         state["failures"].extend(log.entries)
+        for (source, kind), n in log.counts.items():
+            _count_failure(state, day, source, kind, n)
     state["last_check_at"] = now
     state["check_history"].insert(0, {
         "checked_at": now, "summaries_checked": report.checked, "failures_found": report.failures_found,
@@ -168,9 +182,24 @@ def record_check(state: dict, report, settings, log=None) -> int:
     return len(log.entries) if log is not None else 0
 
 
+def _day(state: dict, iso: str) -> dict:
+    """Today's counters (UTC date of `iso`)."""
+    return state["daily"].setdefault(iso[:10], {})
+
+
+def _count_failure(state: dict, day: dict, source: str, kind: str, n: int = 1) -> None:
+    by_source = state["totals"]["failures"].setdefault(source, {})
+    by_source[kind] = by_source.get(kind, 0) + n
+    fails = day.setdefault("failures", {})
+    fails[kind] = fails.get(kind, 0) + n
+
+
 def record_chain(state: dict, result) -> None:
     """Count one chain run in level_usage and keep its figures."""
     state["level_usage"][result.level_key] += 1
+    day = _day(state, now_iso())
+    day[result.level_key] = day.get(result.level_key, 0) + 1
+    state["totals"]["chain_runs"] += 1
     state["chain_history"].insert(0, {
         "at": now_iso(), "level_used": result.level_used, "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens, "provider": result.provider, "model": result.model,
@@ -180,6 +209,7 @@ def record_chain(state: dict, result) -> None:
     })
     for a in result.attempts:
         for kind in a.failures:
+            _count_failure(state, day, "chain", kind)
             state["failures"].append({
                 "summary_id": f"chain@{state['chain_history'][0]['at']}", "failure_type": kind, "level_used": a.level,
                 "input_tokens": result.input_tokens, "output_tokens": a.output_tokens,
