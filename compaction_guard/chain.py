@@ -125,6 +125,10 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
             attempts.append(Attempt(request.level, request.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
                                     reasons={exc.kind: str(exc)}, retries=exc.retries))
             continue
+        except Exception as exc:   # a summarizer's bug or a malformed answer: escalate, never crash the chain
+            attempts.append(Attempt(request.level, request.strategy, False, ["error"], 0, time.perf_counter() - t0,
+                                    reasons={"error": f"summarizer failed ({type(exc).__name__})"}))
+            continue
         if not isinstance(reply, SummaryReply):
             reply = SummaryReply("" if reply is None else str(reply))
         verdict = check_record(SummaryRecord(record_id, reply.text, "chain", input_text=text, previous=previous), settings)

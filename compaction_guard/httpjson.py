@@ -56,12 +56,12 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
 def _error_message(status: int, body: bytes) -> str:
     """The server's own error message, short; never echoes request headers."""
     try:
-        data = json.loads(body)
+        data = json.loads(body[:65536])
         err = data.get("error", data) if isinstance(data, dict) else data
         msg = err.get("message") if isinstance(err, dict) else str(err)
         if msg:
             return str(msg)[:200]
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         pass
     text = body[:200].decode("utf-8", "replace").strip()
     return text or http.client.responses.get(status, "error")
@@ -107,7 +107,7 @@ def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: 
             raise HTTPFailure(resp.status, _error_message(resp.status, raw), _retry_after(resp.getheader("Retry-After")))
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise HTTPFailure(None, f"answer is not JSON ({len(raw)} bytes)") from None
     except socket.timeout:
         raise CallTimeout(f"no complete answer within {end - start:.1f} s") from None

@@ -121,6 +121,8 @@ class OpenAISummarizer(_HTTPSummarizer):
         try:
             choice = data["choices"][0]
             msg = choice.get("message") or {}
+            if not isinstance(msg, dict):
+                raise TypeError
         except (KeyError, IndexError, TypeError, AttributeError):
             raise SummarizerError(f"{self.describe()}: answer has no choices[0].message", "error", retries) from None
         content = msg.get("content") or ""
@@ -165,6 +167,8 @@ class AnthropicSummarizer(_HTTPSummarizer):
         data, retries = self._post(f"{self.base_url}/v1/messages", self.payload(text, request), headers,
                                    request, self._adjust)
         blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            data = {}
         if not isinstance(blocks, list):
             raise SummarizerError(f"{self.describe()}: answer has no content blocks", "error", retries)
         text_out = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")

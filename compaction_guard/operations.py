@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from datetime import date, datetime, timedelta, timezone
 from collections import Counter, deque
@@ -43,11 +44,19 @@ def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, 
     reports progress. A store that cannot be read goes into report.errors and the
     others are still checked."""
     home = Path(home) if home is not None else stores.openclaw_home()
-    report = CheckReport()
     store = _store(home, settings)
+    with store.exclusive("check") if save else contextlib.nullcontext():
+        # one check at a time per home: two at once would both count the same new summaries
+        return _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect,
+                      on_progress)
+
+
+def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress):
+    report = CheckReport()
     marks = store.read().get("watermarks", {}) if (save and file is None) else {}
     if file is not None:
-        sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home)]
+        sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home,
+                                    max_bytes=settings.max_file_bytes)]
     else:
         sources, report.errors = stores.discover(home)
         if not sources and not report.errors:

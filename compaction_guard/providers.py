@@ -75,7 +75,7 @@ def _read_openclaw_json(home: Path):
         return None, f"{path}: unreadable; ignored"
     try:
         return json.loads(text), None
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         import json5   # OpenClaw's config is JSON5 (comments, bare keys, trailing commas)

@@ -93,6 +93,10 @@ class Settings:
     l3_head_ratio: float = 0.30
     l3_tail_ratio: float = 0.20
 
+    # --- inputs ----------------------------------------------------------------
+    # A summaries file (not a database) larger than this is refused with a message.
+    max_file_bytes: int = 1 << 30
+
     # --- state -----------------------------------------------------------------
     max_failures_kept: int = 500
     max_check_history: int = 100

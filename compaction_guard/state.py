@@ -81,11 +81,12 @@ class StateStore:
         except PermissionError:
             raise GuardError(f"{self.path}: permission denied; run as the user who owns the OpenClaw home") from None
         try:
-            data = yaml.load(raw.decode("utf-8"), Loader=_LOADER) if raw.strip() else {}
+            from .stores.records_file import safe_yaml
+            data = safe_yaml(raw.decode("utf-8")) if raw.strip() else {}
             if not isinstance(data, dict):
                 raise ValueError("not a mapping")
             return _normalize(data)
-        except (ValueError, UnicodeDecodeError, yaml.YAMLError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, UnicodeDecodeError, yaml.YAMLError):
             aside = self.path.with_name(f"{self.path.name}.corrupt-{datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
             try:
                 os.replace(self.path, aside)
@@ -95,21 +96,34 @@ class StateStore:
             return empty_state()
 
     # ------------------------------------------------------------------ writing
-    @contextlib.contextmanager
-    def update(self):
-        """`with store.update() as state:` modify `state`; it is written atomically on exit."""
+    def _lock(self, name: str):
         directory = self.path.parent
         try:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise GuardError(f"{directory}: cannot create the state directory ({exc.strerror}); "
                              "check OPENCLAW_HOME and its permissions") from None
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path = self.path.with_name(f"{self.path.name}.{name}")
         try:
-            lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            return os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
-            raise GuardError(f"{lock_path}: cannot open the state lock ({exc.strerror}); "
+            raise GuardError(f"{lock_path}: cannot open the lock file ({exc.strerror}); "
                              "check the state directory's permissions") from None
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str):
+        """Hold a named exclusive lock (e.g. one check at a time) for the block."""
+        fd = self._lock(name + "-lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def update(self):
+        """`with store.update() as state:` modify `state`; it is written atomically on exit."""
+        lock_fd = self._lock("lock")
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             state = self.read()

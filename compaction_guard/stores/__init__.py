@@ -39,11 +39,12 @@ def memory_path(home: Path) -> Path:
     return home / "workspace" / "MEMORY.md"
 
 
-def read_text(path: Path, what: str = "file") -> tuple:
+def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> tuple:
     """(text, note) of a user's file, read-only; note says if bytes were not UTF-8."""
     st = _check_regular(path, what)
-    if st.st_size > MAX_FILE_BYTES:
-        raise GuardError(f"{path}: {st.st_size >> 20} MB is over the {MAX_FILE_BYTES >> 20} MB limit; split the file")
+    if st.st_size > max_bytes:
+        raise GuardError(f"{path}: {st.st_size:,} bytes is over the {max_bytes:,}-byte limit (setting max_file_bytes); "
+                         "split the file or raise the limit")
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
@@ -91,7 +92,7 @@ def _sqlite_source(path: Path) -> Source:
 
 
 def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int] = None,
-              home: Optional[Path] = None) -> Source:
+              home: Optional[Path] = None, max_bytes: int = MAX_FILE_BYTES) -> Source:
     """The store in one file the user named: a summaries file, one summary, a DAG state,
     an lcm.db, a session JSONL or an agent database (sniffed from the content)."""
     path = Path(path)
@@ -105,7 +106,7 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
                          "is a summaries file)")
     if transcripts.looks_like_session_jsonl(head):
         return transcripts.SessionFileSource(path)
-    text, note = read_text(path)
+    text, note = read_text(path, max_bytes=max_bytes)
     data = records_file.load_data(path, text)
     if dag_state.is_dag_state(data):
         mem = _memory_for(path, home)

@@ -8,6 +8,7 @@ records is read as records; a .md summary that happens to parse as YAML stays te
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +18,68 @@ from ..errors import GuardError
 from ..records import SummaryRecord
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_YAML_ALIASES = 1000
+
+
+class _CountingLoader(yaml.SafeLoader):
+    """The safe loader, refusing documents with more than MAX_YAML_ALIASES aliases:
+    an alias bomb ("billion laughs") is a few lines that expand to gigabytes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases = getattr(self, "_aliases", 0) + 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (an alias bomb?)")
+        return super().compose_node(parent, index)
+
+
+_ALIAS_RE = re.compile(r"(?:^|[\s\[{,:-])\*[^\s,\[\]{}]+")
+
+
+MAX_EXPANDED_NODES = 2_000_000
+
+
+def expanded_size(obj, cap: int = MAX_EXPANDED_NODES) -> int:
+    """How many values `obj` holds once shared (aliased) parts are counted every time
+    they appear, computed once per distinct object; stops counting above `cap`."""
+    memo = {}
+
+    def size(o) -> int:
+        if not isinstance(o, (list, dict)):
+            return 1
+        key = id(o)
+        if key in memo:
+            return memo[key]
+        memo[key] = cap + 1          # a cycle counts as too big
+        items = o.values() if isinstance(o, dict) else o
+        total = 1
+        for v in items:
+            total += size(v)
+            if total > cap:
+                break
+        memo[key] = total
+        return total
+
+    return size(obj)
+
+
+def safe_yaml(text: str):
+    """yaml.safe_load, fast (C) unless the text uses aliases: then alias count and
+    expanded size are bounded (alias bombs). Tags that would construct Python
+    objects are refused (ConstructorError); nothing in the file runs."""
+    if not _ALIAS_RE.search(text):
+        return yaml.load(text, Loader=_YAML_LOADER)
+    data = yaml.load(text, Loader=_CountingLoader)
+    if expanded_size(data) > MAX_EXPANDED_NODES:
+        raise yaml.YAMLError(f"aliases expand to more than {MAX_EXPANDED_NODES:,} values (an alias bomb?)")
+    return data
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ""}
 RECORD_KEYS = {"content", "summary"}
 
@@ -72,7 +135,7 @@ def _try_jsonl(text: str):
     out = []
     for ln in lines:
         try:
-            out.append(json.loads(ln))
+            out.append(_json(ln))
         except ValueError:
             return None
     return out
@@ -89,7 +152,7 @@ def load_data(path: Path, text: str):
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in ("{", "[") or suffix in (".json", ".jsonl", ".ndjson"):
         try:
-            return json.loads(stripped)
+            return _json(stripped)
         except ValueError as exc:
             data = _try_jsonl(stripped)
             if data is not None:
@@ -98,12 +161,20 @@ def load_data(path: Path, text: str):
                 raise GuardError(f"{path}: not valid JSON ({exc}); fix the file or give a .txt/.md summary") from None
     if suffix in (".yaml", ".yml") or (suffix not in TEXT_SUFFIXES and ":" in stripped[:200]):
         try:
-            return yaml.load(stripped, Loader=_YAML_LOADER)
+            return safe_yaml(stripped)
+        except RecursionError:
+            raise GuardError(f"{path}: YAML nested too deeply; this is not a summaries file") from None
+        except yaml.constructor.ConstructorError as exc:
+            if suffix not in (".yaml", ".yml"):
+                return _NOT_STRUCTURED
+            tag = re.search(r"tag '([^']{1,80})", str(getattr(exc, "problem", "")))
+            raise GuardError(f"{path}: YAML tag {tag.group(1) if tag else ''} is not allowed (plain YAML only; nothing "
+                             "in the file was run); remove the tag") from None
         except yaml.YAMLError as exc:
             if suffix not in (".yaml", ".yml"):
                 return _NOT_STRUCTURED
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
+            where = f" at line {mark.line + 1}" if mark else f" ({exc})" if "alias" in str(exc) else ""
             raise GuardError(f"{path}: not valid YAML{where}; fix the file, or name it .txt/.md to check it as one summary") from None
     return _NOT_STRUCTURED
 

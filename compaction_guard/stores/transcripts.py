@@ -86,7 +86,7 @@ class SessionFileSource(Source):
                     continue
                 try:
                     entry = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     self.bad_lines += 1
                     continue
                 rec = _compaction_record(entry, self.session, self.kind, between)
@@ -160,7 +160,7 @@ class AgentDbSource(Source):
             return None
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
     def records(self, watermark):
@@ -250,6 +250,6 @@ def looks_like_session_jsonl(head: bytes) -> bool:
     first = head.split(b"\n", 1)[0].strip()
     try:
         entry = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(entry, dict) and entry.get("type") in ("session", "compaction", "message") and "id" in entry
