@@ -93,10 +93,13 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
     if on_progress:
         on_progress(report.checked, report.checked, "done")
     if save:
-        with store.update() as state:
-            record_check(state, report, settings, log)
-            if file is None:
-                state.setdefault("watermarks", {}).update({k: v for k, v in new_marks.items() if v is not None})
+        try:
+            with store.update() as state:
+                record_check(state, report, settings, log)
+                if file is None:
+                    state.setdefault("watermarks", {}).update({k: v for k, v in new_marks.items() if v is not None})
+        except GuardError as exc:   # the check ran; say that its outcome could not be recorded
+            report.errors.append(str(exc))
     return report
 
 

@@ -21,15 +21,15 @@ class JsonCheckStream:
         self.first = True
 
     def start(self) -> None:
-        self.out.write('{"results": [')
+        pass   # nothing is written until there is something to write: an early error leaves stdout empty
 
     def result(self, r) -> None:
-        self.out.write(("\n" if self.first else ",\n") + json.dumps(r.to_dict(), ensure_ascii=False))
+        self.out.write(('{"results": [\n' if self.first else ",\n") + json.dumps(r.to_dict(), ensure_ascii=False))
         self.first = False
 
     def finish(self, report) -> None:
         tail = json.dumps(report.header(), ensure_ascii=False)
-        self.out.write("\n], " + tail[1:] + "\n")
+        self.out.write(('{"results": [' if self.first else "\n") + "], " + tail[1:] + "\n")
         self.out.flush()
 
 
