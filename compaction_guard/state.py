@@ -144,6 +144,8 @@ class StateStore:
     def _write(self, state: dict) -> None:
         text = yaml.dump(state, Dumper=_DUMPER, allow_unicode=True, sort_keys=False, default_flow_style=False)
         directory = self.path.parent
+        with contextlib.suppress(OSError):
+            os.chmod(directory, 0o700)     # the guard's own directory: owner only, even if it pre-existed
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -59,6 +59,9 @@ def test_failed_write_leaves_previous_state(tmp_path, monkeypatch):
 
 
 def test_state_is_private_and_holds_no_summary_text(demo_home):
+    d = demo_home / "skill-state" / "compaction-resilience-guard"
+    d.mkdir(parents=True, mode=0o755)
+    d.chmod(0o755)
     operations.check(demo_home)
     path = state_path(demo_home)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
