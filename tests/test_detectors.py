@@ -127,3 +127,14 @@ def test_stale_after_whitespace_normalization():
 def test_reasons_say_what_to_do():
     r = validate("", input=ENGLISH)
     assert "re-run" in r.reasons["empty"]
+
+
+def test_loop_with_a_counter_but_not_an_enumeration():
+    loop = "Plan:\n" + "\n".join(f"Step {i}: The user asked to fix the build." for i in range(1, 25))
+    assert kinds(loop) == ["repetition"]
+    enumeration = "Restarted:\n" + "\n".join(f"{i}. Restarted pod api-{i} in namespace prod." for i in range(1, 14))
+    assert validate(enumeration).valid
+    retries = "Log:\n" + "\n".join(f"attempt {i}/12: ERROR connection refused to db:5432" for i in range(1, 13))
+    assert validate(retries).valid
+    table = "| Node | Status |\n|---|---|\n" + "\n".join(f"| node-{i:02d} | OK |" for i in range(1, 15))
+    assert validate(table).valid

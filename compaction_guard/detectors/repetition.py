@@ -139,6 +139,35 @@ def _line_loop(lines: list, in_code: list, settings):
     return None, warnings
 
 
+# A leading counter: "3.", "(3)", "Step 3:", "Attempt 3 -", "#3".
+_COUNTER_RE = re.compile(r"^\W{0,3}(?:(?:step|attempt|round|iteration|part|item|try|pass)\s*)?#?\d+\W{0,3}\s*", re.I)
+
+
+def _counter_loop(lines: list, in_code: list, settings):
+    """A prose line (or block) repeated back to back with only a leading counter
+    changing ("Step 1: check the logs.", "Step 2: check the logs.", ...): a loop with a
+    counter. An enumeration ("1. Restarted api-1", "2. Restarted api-2") changes more
+    than its counter and is left alone, as are tables and logs; it takes
+    `structured_loop_repeats` repeats."""
+    k_need = settings.structured_loop_repeats
+    if len(lines) < k_need:
+        return None
+    masked = [_COUNTER_RE.sub("#", x, count=1) if _COUNTER_RE.match(x) else None for x in lines]
+    if sum(m is not None for m in masked) < k_need:
+        return None
+    keys = [m if (m is not None and not c and not _TABLE_LINE_RE.match(x)) else object()
+            for m, x, c in zip(masked, lines, in_code)]
+    for p in range(1, 4):
+        for start, k in _tandem_runs(keys, p, k_need):
+            block = lines[start:start + p]
+            if any(_structured(_COUNTER_RE.sub("", x, count=1), False) for x in block):
+                continue   # the text after the counter reads as a log line (retries)
+            return Finding("repetition", f"a line repeated {k} times back to back with only its counter changing "
+                           f"({block[0][:50]!r}): the summarizer looped with a counter; retry at a lower temperature",
+                           figures={"grain": "lines-with-counter", "period": p, "repeats": k})
+    return None
+
+
 def _word_loop(words: list, settings):
     """A Finding for the first back-to-back loop of words, or None. Prose units
     loop from the third repeat; units that read as log lines need as many repeats
@@ -168,6 +197,9 @@ def detect(content: str, settings) -> list:
     # 1. Lines and blocks of lines (paragraphs, list blocks, role labels).
     lines, in_code = _lines(content)
     hit, warnings = _line_loop(lines, in_code, settings)
+    if hit:
+        return [hit]
+    hit = _counter_loop(lines, in_code, settings)
     if hit:
         return [hit]
     # 2. Words and CJK characters outside code and tables: a sentence, phrase or

@@ -457,6 +457,13 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         add(id=f"repetition/cjk-char-loop-{g['id']}", label="repetition", form="real", mechanism="cjk-char-loop",
             content=g["content"] + phrase * rng.randint(20, 120), input_text=transcript_for(g["content"], rng, 20),
             also=("inflation",), lang=g["lang"])
+    for i in range(8):   # loops with a counter: the model numbers the same step again and again
+        g = rng.choice(goods)
+        s = rng.choice([x for x in sentences(g["content"]) if len(x) >= 20 and not re.search(r"\d", x)] or ["Check the logs again."])
+        fmt = rng.choice(["Step {n}: {s}", "{n}. {s}", "- ({n}) {s}", "Attempt {n} summary: {s}"])
+        add(id=f"repetition/counter-loop-{i}", label="repetition", form="real", mechanism="loop-with-counter",
+            content=g["content"] + "\n" + "\n".join(fmt.format(n=n, s=s) for n in range(1, rng.randint(12, 60))),
+            input_text=transcript_for(g["content"], rng, 30), also=("inflation",), lang=g["lang"])
     for i in range(4):
         g = rng.choice(goods)
         line = rng.choice(sentences(g["content"]))
