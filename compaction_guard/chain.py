@@ -24,7 +24,6 @@ from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryReply, Su
 from .tokens import estimate_tokens
 
 LEVEL_KEYS = {1: "l1_normal", 2: "l2_aggressive", 3: "l3_deterministic"}
-STRATEGIES = {1: "normal", 2: "aggressive", 3: "deterministic"}
 
 
 def level_requests(input_tokens: int, settings: Settings, deadline: Optional[float] = None) -> list:

@@ -60,10 +60,6 @@ def normalize_ws(text: str) -> str:
     return _WS_RE.sub(" ", text).strip()
 
 
-def cjk_count(text: str) -> int:
-    return CJK_RE.subn("", text)[1] if not text.isascii() else 0
-
-
 # lossless-claw's own estimate, per code point: CJK 1.5, astral (emoji) 2, else 0.25,
 # rounded up. Its rows carry token_count in this unit; a summary read from lcm.db is
 # measured the same way as its sources, so the inflation ratio compares like with like.

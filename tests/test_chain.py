@@ -4,7 +4,7 @@ import pytest
 from compaction_guard import operations, run_chain
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
-from compaction_guard.summarizers import ExtractiveSummarizer, SummarizerError, truncate_l3
+from compaction_guard.summarizers import SummarizerError, truncate_l3
 from compaction_guard.tokens import estimate_tokens
 
 TRANSCRIPT = "\n".join(

@@ -6,7 +6,6 @@ import sqlite3
 import threading
 import time
 
-import pytest
 
 from compaction_guard import operations
 from compaction_guard.settings import DEFAULT

@@ -4,12 +4,10 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
-from compaction_guard import operations
 from conftest import ROOT, run_guard
 
 TEXT = "\n".join(f"user: check host web-{i:02d}\nassistant: web-{i:02d} answers in {100 + i} ms" for i in range(40))

@@ -14,7 +14,6 @@ or a last line still being written, is skipped with a count, never the file.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -171,7 +170,6 @@ class AgentDbSource(Source):
             start = 0
         self._start = self._max = start
         cols = ", ".join(["event_json" if self.has_json else "NULL", "event_zstd" if self.has_zstd else "NULL"])
-        last_seq = {}
         # counting the events between compactions needs every event of the session, in order
         cur = self.con.execute(f"SELECT rowid, session_id, seq, {cols} FROM transcript_events WHERE rowid > ? "
                                "ORDER BY session_id, seq", (start,))
