@@ -123,7 +123,8 @@ def _class_switch_rate(tok: str) -> float:
 def _is_base64_noise(text: str, start: int, end: int) -> bool:
     """A long base64-alphabet run with case chaos, not part of a URL or path."""
     tok_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
-    if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "/~.":
+    # URLs and home/relative paths; a blob may start with "/" (a base64 digit), so that alone proves nothing
+    if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "~.":
         return False
     core = text[start:end].strip("=")
     if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):

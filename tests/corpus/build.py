@@ -256,7 +256,7 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         by_lang.setdefault(g["lang"], []).append(g)
     samples = []
 
-    part = {"holdout.yaml": "held-out", "adversarial.yaml": "adversarial"}.get(base, "development")
+    part = {"holdout.yaml": "held-out", "adversarial.yaml": "adversarial", "fresh.yaml": "fresh"}.get(base, "development")
 
     def add(**kw):
         samples.append(Sample(part=part, **kw))
@@ -366,7 +366,8 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         prev = g["content"]
         new = transcript_for(rng.choice(goods)["content"], rng, 0)
         add(id=f"inflation/growth-{i}", label="inflation", form="real", mechanism="growth-over-compactions",
-            content=prev + "\n\nUpdate:\n" + new + "\n\n" + prev, input_text=new, previous=prev, lang=g["lang"])
+            content=prev + "\n\nUpdate:\n" + new + "\n\n" + prev, input_text=new, previous=prev, lang=g["lang"],
+            also=("repetition",))   # it re-states the old summary: repeated blocks are expected too
 
     # ---------------------------------------------------------------- garbled
     big_input = transcript_for("\n".join(g["content"] for g in goods[:6]), rng, 3)

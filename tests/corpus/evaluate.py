@@ -34,7 +34,8 @@ TARGET_REAL_RECALL = 0.90
 
 def corpus() -> list:
     """Development, held-out and adversarial parts."""
-    return build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
+    return (build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
+            + build(seed=13, base="fresh.yaml"))
 
 
 def guard_verdict(sample, settings=DEFAULT) -> list:
@@ -126,8 +127,9 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k != "misses"}, indent=2))
     else:
-        print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures); "
-              f"{len(held)} held out, {len([s for s in samples if s.part == 'adversarial'])} adversarial\n")
+        print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures): "
+              + ", ".join(f"{p} {sum(1 for s in samples if s.part == p)}" for p in ("development", "held-out", "adversarial", "fresh"))
+              + "\n")
         print(table(res, "compaction-resilience-guard (default settings), whole corpus"))
         print()
         print(table(evaluate(dev, guard_verdict), "development part (good.yaml)"))
@@ -136,6 +138,9 @@ def main(argv=None) -> int:
         print()
         adv = [s for s in samples if s.part == "adversarial"]
         print(table(evaluate(adv, guard_verdict), "adversarial part (adversarial.yaml: good text made to trip rules)"))
+        print()
+        fresh = [s for s in samples if s.part == "fresh"]
+        print(table(evaluate(fresh, guard_verdict), "fresh part (fresh.yaml: written after all calibration)"))
     if args.seed:
         print()
         print(table(evaluate(samples, seed_verdict), "the seed's literal rules"))
