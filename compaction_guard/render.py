@@ -19,12 +19,13 @@ class JsonCheckStream:
     def __init__(self, out):
         self.out = out
         self.first = True
+        self.encode = json.JSONEncoder(ensure_ascii=False).encode   # one encoder, not one per result
 
     def start(self) -> None:
         pass   # nothing is written until there is something to write: an early error leaves stdout empty
 
     def result(self, r) -> None:
-        self.out.write(('{"results": [\n' if self.first else ",\n") + json.dumps(r.to_dict(), ensure_ascii=False))
+        self.out.write(('{"results": [\n' if self.first else ",\n") + self.encode(r.to_dict()))
         self.first = False
 
     def finish(self, report) -> None:

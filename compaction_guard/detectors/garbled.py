@@ -183,10 +183,19 @@ def _mash_spans(text: str) -> list:
     return out
 
 
+# Every non-ASCII pattern above needs one of these characters; text without any of
+# them (most Chinese, Japanese, Korean, Cyrillic, Arabic, Hebrew prose) skips them all.
+_SUSPECT_RE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\u0143\u2581\ufffd\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf"
+    "\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff\u2b00-\u2bff\u2900-\u2aff"
+    "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
+)
+
+
 def _spans(text: str, settings) -> dict:
     """{pattern name: [(start, end), ...]} of junk in `text`."""
     spans = {}
-    if not text.isascii():
+    if not text.isascii() and _SUSPECT_RE.search(text):
         if "\ufffd" in text:
             spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
         if _PIECE_CHAR_RE.search(text):
