@@ -113,6 +113,11 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         for rec in records:
             yield finish(rec, _detect(_job(rec, settings)))
         return
+    if isinstance(records, list):
+        # records already in memory: the workers read them from the memory they inherit
+        # when forked, and only slice bounds and findings cross the pipes
+        yield from _iter_shared(records, settings, workers, finish)
+        return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         inflight = deque()
         batch = []
@@ -131,6 +136,36 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
             done, fut = inflight.popleft()
             for r, o in zip(done, fut.result()):
                 yield finish(r, o)
+
+
+# Set just before the worker processes fork (see _iter_shared).
+_SHARED: tuple = ()
+
+
+def _detect_slice(bounds: tuple) -> list:
+    records, settings = _SHARED
+    return [_detect(_job(r, settings)) for r in records[bounds[0]:bounds[1]]]
+
+
+def _iter_shared(records: list, settings: Settings, workers: int, finish) -> Iterator[Result]:
+    global _SHARED
+    _SHARED = (records, settings)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            bounds = [(i, min(i + BATCH, len(records))) for i in range(0, len(records), BATCH)]
+            inflight = deque()
+            for b in bounds:
+                inflight.append((b, pool.submit(_detect_slice, b)))
+                while len(inflight) > 2 * workers:
+                    (lo, hi), fut = inflight.popleft()
+                    for r, o in zip(records[lo:hi], fut.result()):
+                        yield finish(r, o)
+            while inflight:
+                (lo, hi), fut = inflight.popleft()
+                for r, o in zip(records[lo:hi], fut.result()):
+                    yield finish(r, o)
+    finally:
+        _SHARED = ()
 
 
 @dataclass

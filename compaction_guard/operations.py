@@ -74,6 +74,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             records = src.records(None if recheck_all else mark)
             if recheck_all and mark:
                 records = _mark_old(src, records, mark)
+            if isinstance(src, stores.ListSource):
+                records = list(records)        # already in memory: workers share it (check.iter_results)
             for result in iter_results(records, settings, source=src, workers=workers):
                 report.add(result, collect)
                 log.add(result, report.checked_at)

@@ -40,6 +40,14 @@ def looks_like_lcm(cols: dict) -> bool:
     return "summaries" in cols and {"summary_id", "conversation_id", "content"} <= cols["summaries"]
 
 
+def _tokens(n) -> int:
+    """A token total from SQLite's TOTAL() (a float, so a damaged row cannot overflow it)."""
+    try:
+        return max(0, min(int(n or 0), 10 ** 15))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 class LcmSource(Source):
     kind = KIND
 
@@ -106,16 +114,16 @@ class LcmSource(Source):
         marks = ",".join("?" * len(ids))
         if self.has_msgs:
             for sid, n in self.con.execute(
-                    f"SELECT sm.summary_id, SUM(m.token_count) FROM summary_messages sm "
+                    f"SELECT sm.summary_id, TOTAL(m.token_count) FROM summary_messages sm "
                     f"JOIN messages m ON m.message_id = sm.message_id WHERE sm.summary_id IN ({marks}) "
                     f"GROUP BY sm.summary_id", ids):
-                out[sid] = int(n or 0)
+                out[sid] = _tokens(n)
         if self.has_parents:
             for sid, n in self.con.execute(
-                    f"SELECT sp.summary_id, SUM(p.token_count) FROM summary_parents sp "
+                    f"SELECT sp.summary_id, TOTAL(p.token_count) FROM summary_parents sp "
                     f"JOIN summaries p ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id IN ({marks}) "
                     f"GROUP BY sp.summary_id", ids):
-                out[sid] = out.get(sid, 0) + int(n or 0)
+                out[sid] = out.get(sid, 0) + _tokens(n)
         return {k: v for k, v in out.items() if v > 0}
 
     def history(self, scope):
