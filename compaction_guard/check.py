@@ -96,15 +96,18 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     `source` (a stores.Source) primes staleness and storm tracking with the summaries
     an incremental check skipped. With `workers` > 1 the per-summary detectors run in
     that many processes, a bounded number of batches in flight."""
-    stale = StaleTracker()
+    stale = StaleTracker(settings.max_stale_keys)
     storms = StormTracker(settings)
+    primed = set()
 
     def finish(rec, outcome):
         findings, output_tokens, input_tokens, entropy = outcome
         scope = rec.stale_scope
         if source is not None and stale.needs_history(scope):
-            stale.prime(scope, source.history(scope))
-            storms.prime(scope, source.recent(scope))
+            stale.prime(scope, source.history(scope, rec))
+            if scope not in primed:
+                primed.add(scope)
+                storms.prime(scope, source.recent(scope))
         findings += stale.detect(rec)
         findings += storms.detect(rec)
         return _result(rec, findings, output_tokens, input_tokens, entropy)

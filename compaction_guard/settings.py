@@ -59,6 +59,10 @@ class Settings:
     # Longest phrase (in words / CJK characters) searched for loops inside prose.
     max_loop_words: int = 400
 
+    # Contents remembered for staleness; past this the least recently used conversations
+    # are forgotten and re-read from their store when met again (bounded memory).
+    max_stale_keys: int = 200_000
+
     # --- storms (warnings) ------------------------------------------------------
     # More than this many compactions within storm_window_minutes in one session ...
     storm_max_compactions: int = 5

@@ -276,3 +276,20 @@ def test_progress_bar_on_a_terminal_only(home):
     assert err.strip() == "" and json.loads(out)["summaries_checked"] == 1200
     p = run_guard("--check", "--all", home=home)           # stderr is a pipe: no bar
     assert p.stderr == ""
+
+
+def test_staleness_in_bounded_memory_rereads_forgotten_conversations(home):
+    """With room for only 2 remembered summaries, conversation A is forgotten while B, C
+    and D are checked; A's repeat is still caught, by re-reading A from the store."""
+    from compaction_guard.settings import DEFAULT as D
+    b = LcmBuilder(home / "lcm.db")
+    convs = [b.conversation(f"s{i}") for i in range(4)]
+    texts = [GOOD_A, GOOD_B, GOOD_C, HISTORY[0] + " " + HISTORY[1]]
+    for c, t in zip(convs, texts):
+        b.summary(c, t, messages=b.messages(c, HISTORY[:6]))
+    b.summary(convs[0], GOOD_A + "\n", messages=b.messages(convs[0], HISTORY[6:12]), sid="sum_0000000000000a02")
+    b.close()
+    rep = operations.check(home, settings=D.with_overrides(max_stale_keys=2), save=False)
+    by = {r.id: r.failures for r in rep.results}
+    assert by["sum_0000000000000a02"] == ["stale"]
+    assert sum(1 for f in by.values() if f) == 1

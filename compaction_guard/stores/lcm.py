@@ -126,14 +126,19 @@ class LcmSource(Source):
                 out[sid] = out.get(sid, 0) + _tokens(n)
         return {k: v for k, v in out.items() if v > 0}
 
-    def history(self, scope):
-        """Summaries of a conversation checked before the watermark (for staleness)."""
-        if not scope.startswith("lcm:") or not self._start:
+    def history(self, scope, record=None):
+        """Summaries of a conversation before `record` (for staleness): those an
+        incremental check skipped, or, after the tracker forgot the conversation, all."""
+        if not scope.startswith("lcm:"):
+            return ()
+        before = (record.meta.get("rowid") if record is not None else None) or self._start + 1
+        if before <= 1:
             return ()
         conv = scope[4:]
-        return [(sid, content_key(c or "")) for sid, c in self.con.execute(
-            "SELECT summary_id, content FROM summaries WHERE conversation_id = ? AND rowid <= ? ORDER BY rowid",
-            (conv, self._start))]
+        return [(sid, content_key(c if isinstance(c, str) else ("" if c is None else str(c))))
+                for sid, c in self.con.execute(
+                    "SELECT summary_id, content FROM summaries WHERE conversation_id = ? AND rowid < ? ORDER BY rowid",
+                    (conv, before))]
 
     def covered(self, watermark):
         top = int((watermark or {}).get("rowid") or 0)

@@ -36,9 +36,10 @@ class Source:
     def new_watermark(self) -> Optional[dict]:
         return None
 
-    def history(self, scope: str) -> Iterable[tuple]:
-        """(id, content key) of earlier summaries in `scope` not yielded this time
-        (detectors.stale.content_key: no summary text is kept)."""
+    def history(self, scope: str, record=None) -> Iterable[tuple]:
+        """(id, content key) of the summaries of `scope` that come before `record` and that
+        the check does not hold in memory: skipped by an incremental check, or forgotten to
+        bound memory (detectors.stale.content_key: no summary text is kept)."""
         return ()
 
     def recent(self, scope: str) -> Iterable[tuple]:
@@ -86,7 +87,7 @@ class ListSource(Source):
     def new_watermark(self):
         return {"ids": self._seen[-20000:]} if self._incremental else None
 
-    def history(self, scope):
+    def history(self, scope, record=None):
         return getattr(self, "_skipped", {}).get(scope, ())
 
     def covered(self, watermark):

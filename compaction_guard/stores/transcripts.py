@@ -109,7 +109,7 @@ class SessionFileSource(Source):
                 "history": [list(x) for x in (self._history + self._seen)[-200:]],
                 "recent": [list(x) for x in (self._recent + self._seen_recent)[-20:]]}
 
-    def history(self, scope):
+    def history(self, scope, record=None):
         return self._history
 
     def recent(self, scope):
@@ -202,7 +202,7 @@ class AgentDbSource(Source):
         top = int((watermark or {}).get("rowid") or 0)
         return lambda record: record.meta.get("rowid", 0) <= top
 
-    def history(self, scope):
+    def history(self, scope, record=None):
         if not scope.startswith("session:") or not getattr(self, "_start", 0):
             return ()
         return [(str(e.get("id")), content_key(e["summary"])) for e in self._earlier(scope[8:])
