@@ -9,6 +9,7 @@ processes; staleness and storms look across records, so they run here, in order.
 """
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections import Counter, deque
@@ -119,29 +120,20 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     if isinstance(records, list):
         # records already in memory: the workers read them from the memory they inherit
         # when forked, and only slice bounds and findings cross the pipes
-        yield from _iter_shared(records, settings, workers, finish)
+        global _SHARED
+        _SHARED = (records, settings)
+        try:
+            yield from _pooled(workers, ((records[lo:lo + BATCH], _detect_slice, (lo, lo + BATCH))
+                                         for lo in range(0, len(records), BATCH)), finish)
+        finally:
+            _SHARED = ()
         return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        inflight = deque()
-        batch = []
-        for rec in records:
-            batch.append(rec)
-            if len(batch) >= BATCH:
-                inflight.append((batch, pool.submit(_detect_batch, [_job(r, settings) for r in batch])))
-                batch = []
-                while len(inflight) > 2 * workers:
-                    done, fut = inflight.popleft()
-                    for r, o in zip(done, fut.result()):
-                        yield finish(r, o)
-        if batch:
-            inflight.append((batch, pool.submit(_detect_batch, [_job(r, settings) for r in batch])))
-        while inflight:
-            done, fut = inflight.popleft()
-            for r, o in zip(done, fut.result()):
-                yield finish(r, o)
+    it = iter(records)
+    batches = iter(lambda: list(itertools.islice(it, BATCH)), [])
+    yield from _pooled(workers, ((b, _detect_batch, [_job(r, settings) for r in b]) for b in batches), finish)
 
 
-# Set just before the worker processes fork (see _iter_shared).
+# Set just before the worker processes fork: they read the records from inherited memory.
 _SHARED: tuple = ()
 
 
@@ -150,25 +142,21 @@ def _detect_slice(bounds: tuple) -> list:
     return [_detect(_job(r, settings)) for r in records[bounds[0]:bounds[1]]]
 
 
-def _iter_shared(records: list, settings: Settings, workers: int, finish) -> Iterator[Result]:
-    global _SHARED
-    _SHARED = (records, settings)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            bounds = [(i, min(i + BATCH, len(records))) for i in range(0, len(records), BATCH)]
-            inflight = deque()
-            for b in bounds:
-                inflight.append((b, pool.submit(_detect_slice, b)))
-                while len(inflight) > 2 * workers:
-                    (lo, hi), fut = inflight.popleft()
-                    for r, o in zip(records[lo:hi], fut.result()):
-                        yield finish(r, o)
-            while inflight:
-                (lo, hi), fut = inflight.popleft()
-                for r, o in zip(records[lo:hi], fut.result()):
+def _pooled(workers: int, tasks, finish) -> Iterator[Result]:
+    """Run (records, fn, arg) tasks in `workers` forked processes with at most
+    2 x workers batches in flight; yield the records' Results in order."""
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        inflight = deque()
+        for batch, fn, arg in tasks:
+            inflight.append((batch, pool.submit(fn, arg)))
+            while len(inflight) > 2 * workers:
+                done, fut = inflight.popleft()
+                for r, o in zip(done, fut.result()):
                     yield finish(r, o)
-    finally:
-        _SHARED = ()
+        while inflight:
+            done, fut = inflight.popleft()
+            for r, o in zip(done, fut.result()):
+                yield finish(r, o)
 
 
 @dataclass

@@ -147,7 +147,7 @@ def run(argv=None) -> int:
             from .html_report import render as render_html
             write_text_atomic(Path(args.html), render_html(rep, operations.status(home, settings)))
         if args.format == "prometheus":
-            sys.stdout.write(render.report_prometheus(rep, operations.status(home, settings)))
+            sys.stdout.write(render.report_prometheus(rep))
         else:
             _out(args, rep, render.report_text(rep) + (f"  HTML report written to {args.html}\n" if args.html else ""))
         return 0

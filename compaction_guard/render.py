@@ -228,7 +228,7 @@ def _label(value) -> str:
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def report_prometheus(rep: dict, st: dict) -> str:
+def report_prometheus(rep: dict) -> str:
     """The Prometheus text exposition format (for node_exporter's textfile collector or
     a Pushgateway): counters per level, per failure kind and source; gauges for the
     last check and the L3 share."""

@@ -150,7 +150,7 @@ def discover(home: Path, env=None) -> tuple:
             data = records_file.load_data(state, text)
             if not dag_state.is_dag_state(data):
                 raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
-            mem = read_text(memory_path(home), "MEMORY.md")[0] if memory_path(home).is_file() else None
+            mem = _memory_for(state, home)
             return ListSource(dag_state.SOURCE, state, dag_state.records(state, data, mem), note, incremental=True)
         attempt(dag)
     db = lcm.default_path(home, env)
