@@ -48,7 +48,7 @@ def _detect(job) -> tuple:
     output_tokens = count(content)
     entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          entropy=entropy, allow_own_l3=allow_own_l3)
+                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text)
     return findings, output_tokens, input_tokens, entropy
 
 

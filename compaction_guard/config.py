@@ -128,7 +128,7 @@ def load(home: Path, env=None, overrides: Optional[list] = None) -> Effective:
 
 
 def _validate(s: Settings) -> None:
-    for name in ("min_summary_chars", "repetition_threshold", "structured_loop_repeats", "max_failures_kept",
+    for name in ("min_summary_chars", "loop_block_bytes", "loop_min_copies", "max_failures_kept",
                  "max_check_history", "breaker_threshold"):
         if getattr(s, name) < 1:
             raise GuardError(f"setting {name} = {getattr(s, name)} must be at least 1")

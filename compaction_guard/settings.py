@@ -41,23 +41,34 @@ class Settings:
     # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).
     token_id_run: int = 32
 
-    # --- repetition ------------------------------------------------------------
-    # Seed: one 20+ character phrase 3+ times. Applied to back-to-back repeats of
-    # a sentence, line or block of prose.
-    repetition_min_length: int = 20
-    repetition_threshold: int = 3
-    # Lines that look like logs, code or tables repeat legitimately (retry logs):
-    # they must repeat back to back at least this often.
-    structured_loop_repeats: int = 10
-    # A word or short phrase (under repetition_min_length) looping back to back.
-    word_loop_repeats: int = 12
-    word_loop_min_chars: int = 40
-    # Longest unit (in lines / sentences / words) searched for back-to-back loops.
-    max_period_lines: int = 12
-    max_period_sentences: int = 6
-    max_period_words: int = 8
-    # Longest phrase (in words / CJK characters) searched for loops inside prose.
-    max_loop_words: int = 400
+    # --- repetition (detectors/repetition.py: novelty measured by zlib) ---------
+    # Digits set aside and whitespace collapsed, the text goes through zlib in blocks
+    # of this many bytes; a block adding at most loop_block_max_novelty of its size
+    # only copies recent text (loops measure 0.25, prose 0.6-1.3 in every script).
+    loop_block_bytes: int = 32
+    loop_block_max_novelty: float = 0.45
+    # A stretch that runs to the end (looped until max_tokens) is a loop when its unit
+    # of at least loop_min_unit_bytes (the seed's 20-character phrase) stands
+    # loop_min_copies times word for word, or loop_min_copies_masked times with only
+    # its digits changing; a shorter unit (a word, a CJK character, a separator)
+    # loop_min_copies_short times and loop_min_bytes bytes in all.
+    loop_min_unit_bytes: int = 20
+    loop_min_copies: int = 3
+    loop_min_copies_masked: int = 4
+    loop_min_copies_short: int = 8
+    loop_min_copies_short_masked: int = 12
+    loop_min_bytes: int = 40
+    # No exact unit, but nothing new for this many bytes and this share, to the end:
+    # one template repeated with a word changing.
+    loop_template_min_bytes: int = 1024
+    loop_template_min_share: float = 0.75
+    # Repeats that stop inside the summary: a loop only at this share and copies.
+    loop_min_share: float = 0.5
+    loop_min_copies_inside: int = 8
+    # Longest unit searched for (bytes).
+    loop_max_unit_bytes: int = 4096
+    # Repeats below a loop but at least this many bytes are a warning.
+    loop_warn_bytes: int = 160
 
     # Contents remembered for staleness; past this the least recently used conversations
     # are forgotten and re-read from their store when met again (bounded memory).
@@ -119,8 +130,6 @@ DEFAULT = Settings()
 SEED = Settings(
     min_summary_chars=10,
     max_entropy=5.0,
-    repetition_min_length=20,
-    repetition_threshold=3,
     max_inflation_ratio=1.0,
     max_failures_kept=50,
     max_check_history=20,

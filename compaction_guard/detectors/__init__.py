@@ -15,14 +15,15 @@ __all__ = ["detect_all", "StaleTracker", "empty", "garbled", "inflation", "marke
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
-               allow_own_l3: bool = False) -> list:
+               allow_own_l3: bool = False, input_text: Optional[str] = None) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker."""
     findings = empty.detect(content, settings, input_tokens)
     if any(f.failure for f in findings):
-        # An empty summary is only that: its noise or size says nothing more.
-        return findings
+        # An empty summary is only that: its noise or size says nothing more; but a
+        # loop of separators is both, and the loop says why.
+        return findings + repetition.detect(content, settings, input_text)
     findings += inflation.detect(output_tokens, input_tokens, settings)
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
     findings += garbled.detect(content, settings, entropy)
-    findings += repetition.detect(content, settings)
+    findings += repetition.detect(content, settings, input_text)
     return findings

@@ -1,223 +1,231 @@
-"""repetition: degenerate loops, not the incidental repeats of good summaries.
+"""repetition: a summarizer that looped, measured as information rather than matched.
 
-A model that loops writes the same unit back to back until max_tokens: a sentence,
-a line, a block of lines, a paragraph, a word or a CJK phrase. Good summaries repeat
-too, but not back to back: bold bullet prefixes, table cells, one path mentioned
-often. Retry logs do repeat a line back to back, a few times: lines that look like
-logs, code or tables need `structured_loop_repeats` repeats.
+A model that loops writes what it has just written, again and again, until
+max_tokens: a sentence, a line, a chat-log entry whose timestamp changes, a
+numbered line whose counter changes, a two-line cycle, a token with no spaces
+(`1:1:1:1`, `-gemma-gemma-`), a CJK character, a separator. Whatever the unit,
+script or spacing, such text carries no new information. Two measurements:
 
-Units are compared at three grains (lines, sentences, words/CJK characters). For
-a grain and a period p, `_tandem_runs` finds where unit[i] == unit[i+p] holds for a
-stretch; it works on a byte mask with one C-level regex, so cost is linear.
+1. Novelty (where). The text, every run of digits set to "0" (a loop through a
+   counter or a clock is still a loop) and whitespace collapsed, goes through a
+   streaming DEFLATE compressor (zlib, 32 KB window) in blocks of
+   `loop_block_bytes`, each block flushed. What a block adds to the compressed
+   stream, over its size, is its novelty: a block that only copies recent text
+   adds little more than the flush itself (0.25 at 32-byte blocks); prose
+   measures 0.6-1.3 in every script. Stretches of low-novelty blocks are the
+   candidates: the longest, and the one that reaches the end of the text.
+2. Period (what). In a candidate, the unit is the shortest distance back to an
+   earlier occurrence of its first bytes at which the text repeats back to back,
+   and its copies are counted with byte comparisons (C-level, bounded).
+
+The decision, each rule a Settings field:
+- A loop stops only at max_tokens: a stretch that runs to the end of the text is a
+  loop when its unit stands `loop_min_copies` times word for word (the seed's
+  "20+ character phrase 3 times": `loop_min_unit_bytes`), `loop_min_copies_masked`
+  times with only its digits changing (`[21:24] ines: ...`, `1. DBA: <time>`), or
+  `loop_min_copies_short` times when the unit is shorter (a word, a character).
+  Three lines that differ only in a version number (`ps2pdf12`, `ps2pdf13`,
+  `ps2pdf14`: a real manual page) are a list, not a loop.
+- Repeats that stop by themselves inside the summary (a quoted retry log) are a
+  loop only when they are at least `loop_min_share` of it with
+  `loop_min_copies_inside` copies; otherwise a warning (`repetitive`).
+- A summary that repeats what its input itself repeats (a model copying a log of
+  identical lines) is a warning, not a failure.
+Cost: one pass of zlib over the text and a few bounded searches; linear whatever
+the content.
 """
 from __future__ import annotations
 
-import operator
+import os
 import re
-from collections import Counter
+import zlib
+from dataclasses import dataclass
+from typing import Optional
 
 from ..findings import Finding
-from ..tokens import CJK_CLASS
 
-_WORD_RE = re.compile(f"[{CJK_CLASS}]|[^\\s{CJK_CLASS}]+")
-_CJK_RE = re.compile(f"[{CJK_CLASS}]")
-_ALNUM_RE = re.compile(r"[^\W_]")
-# Lines that legitimately repeat: log lines, table rows, code.
-_LOG_LINE_RE = re.compile(
-    r"^\s*(?:[-*>]\s*)?(?:\d{4}-\d\d-\d\d|\d\d:\d\d|\[[^\]]{1,40}\]|"
-    r"(?:(?:error|err|warn(?:ing)?|info|debug|trace|fatal|attempt|retry|retrying|try|e\d{3,})\b|npm err!|"
-    r"(?:tool|user|assistant|system|human|ai)\s*:)|"
-    r"[\w.-]+\.(?:py|js|ts|go|rs|java|c|h|sh):\d+)",
-    re.I,
-)
-# Words only logs write: upper-case levels, errno names, HTTP statuses, tracebacks.
-_LOG_WORDS_RE = re.compile(r"\b(?:ERR!?|ERROR|WARN(?:ING)?|FATAL|DEBUG|Traceback|E[A-Z]{4,}|[45]\d\d [A-Z][a-z]+)\b")
-_SENTENCES_RE = re.compile(r"[.!?]\s+[A-Z]")
-_TABLE_LINE_RE = re.compile(r"^\s*\|")
-_FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
+_DIGITS_RE = re.compile(r"\d+")
+_WS_RE = re.compile(r"\s+")
 
 
-def _tandem_runs(units: list, p: int, min_repeats: int):
-    """Yield (start, repeats) of stretches where a p-unit block repeats back to back."""
-    if len(units) < p * min_repeats:
-        return
-    mask = bytes(map(operator.eq, units, units[p:]))
-    need = (min_repeats - 1) * p
-    for m in re.finditer(b"\x01{%d,}" % need, mask):
-        length = m.end() - m.start()
-        yield m.start(), (length + p) // p
+def normalize(text: str, mask_digits: bool = True) -> bytes:
+    """Digits set aside, whitespace collapsed, as UTF-8: what the novelty is measured on."""
+    if mask_digits:
+        text = _DIGITS_RE.sub("0", text)
+    return _WS_RE.sub(" ", text).strip().encode("utf-8")
 
 
-_CHUNK_SPLIT_RE = re.compile(r"[.!?。！？\n]+")
+@dataclass
+class Stretch:
+    start: int
+    length: int
 
 
-def _may_loop(chunks: list) -> bool:
-    """Cheap gate (C-level string work) before the word-level search: a chunk
-    between sentence ends that occurs 3+ times, or a chunk whose first or last few
-    characters occur 3+ times inside it (a loop with no full stop runs to
-    max_tokens, so its tail is one of its repeats)."""
-    if len(set(chunks)) < len(chunks):
-        counts = Counter(c for c in chunks if len(c) >= 5)
-        if counts and counts.most_common(1)[0][1] >= 3:
-            return True
-    return any(c.count(c[-8:]) >= 3 or c.count(c[:8]) >= 3 if c.isascii() else
-               c.count(c[-4:]) >= 3 or c.count(c[:4]) >= 3 for c in chunks if len(c) >= 12)
+@dataclass
+class Novelty:
+    """What the compressor saw."""
+
+    size: int                   # normalized bytes
+    ratio: float                # whole-text compression ratio (Whisper's signal), reported
+    longest: Optional[Stretch]  # the longest stretch of low-novelty blocks
+    final: Optional[Stretch]    # the stretch that reaches the end of the text, if any
 
 
-def _candidate_periods(words: list, settings) -> list:
-    """Periods worth testing: 1..max_period_words, plus every distance between a
-    word and its previous occurrence that recurs often enough to be a loop."""
-    periods = list(range(1, settings.max_period_words + 1))
-    if len(words) < 3 * (settings.max_period_words + 1):
-        return periods
-    last = {}
-    dist = Counter()
-    for i, w in enumerate(words):
-        j = last.get(w)
-        if j is not None and settings.max_period_words < i - j <= settings.max_loop_words:
-            dist[i - j] += 1
-        last[w] = i
-    # a p-word unit repeated k >= 3 times gives at least 2 distances of p per word
-    periods += sorted(d for d, n in dist.items() if n >= 2 * min(d, 8))
-    return periods
+def measure(data: bytes, settings) -> Novelty:
+    """Novelty profile of normalized bytes (see module doc); one zlib pass."""
+    block = settings.loop_block_bytes
+    limit = settings.loop_block_max_novelty * block
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
+    total = 0
+    longest = None
+    run_start = -1
+    run_end = 0
+    sync = zlib.Z_SYNC_FLUSH
+    n = len(data)
+    for i in range(0, n, block):
+        chunk = data[i:i + block]
+        added = len(comp.compress(chunk)) + len(comp.flush(sync))
+        total += added
+        if added <= limit:
+            if run_start < 0:
+                run_start = i
+            run_end = i + len(chunk)
+            if longest is None or run_end - run_start > longest.length:
+                longest = Stretch(run_start, run_end - run_start)
+        elif i + block < n:      # the last, partial block is too small to judge
+            run_start = -1
+    final = Stretch(run_start, run_end - run_start) if run_start >= 0 and run_end >= n - block else None
+    return Novelty(n, round(n / total, 2) if total else 0.0, longest, final)
 
 
-def _unit_size(text: str) -> int:
-    """Characters, a CJK character counting four: as many tokens as four ASCII
-    characters (tokens.estimate_tokens), so the seed's 20 characters ~ 5 CJK."""
-    return len(text) + (3 * len(_CJK_RE.findall(text)) if not text.isascii() else 0)
+def _unit_at(data: bytes, start: int, settings) -> tuple:
+    """(p, start): the shortest distance p back (or forward, when `start` is inside the
+    unit's first copy) to another occurrence of the bytes at `start` such that the p
+    bytes on either side are equal; (0, start) if there is none."""
+    probe = data[start:start + 8]
+    if len(probe) < 8:
+        return 0, start
+    lo, hi = max(0, start - settings.loop_max_unit_bytes), start + len(probe) - 1
+    for _ in range(64):
+        pos = data.rfind(probe, lo, hi)
+        if pos < 0:
+            break
+        hi = pos + len(probe) - 1
+        d = start - pos
+        if data[pos:start] == data[start:start + d]:
+            return d, start
+    pos = start
+    for _ in range(64):
+        pos = data.find(probe, pos + 1, start + settings.loop_max_unit_bytes + len(probe))
+        if pos < 0:
+            break
+        d = pos - start
+        if data[start:pos] == data[pos:pos + d]:
+            return d, pos
+    return 0, start
 
 
-def _structured(line: str, in_code: bool) -> bool:
-    """Log lines, code and short fragments repeat legitimately (retries); a whole
-    table row or a line of prose does not."""
-    if in_code:
-        return True
-    if (_LOG_LINE_RE.match(line) or _LOG_WORDS_RE.search(line)) and not (len(line) > 160 and _SENTENCES_RE.search(line)):
-        return True   # a log line; a paragraph that mentions errors is still prose
-    n = len(_ALNUM_RE.findall(line))
-    return not (n >= 8 or n + 3 * len(_CJK_RE.findall(line)) >= 8)
+def period(data: bytes, start: int, length: int, settings) -> tuple:
+    """(unit, copies, end): the exact unit a stretch repeats, how many times it stands
+    back to back (the copy before the stretch included), and where the copies end.
+    The stretch's first block may hold the end of the text before the loop, so a few
+    offsets into it are tried."""
+    p = 0
+    for off in (0, 8, 16, 32, 64, 128):
+        if off + 8 > length:
+            break
+        p, at = _unit_at(data, start + off, settings)
+        if p:
+            break
+    if not p:
+        return b"", 0, start
+    unit = data[at - p:at]
+    j = at - p
+    while j - p >= 0 and data[j - p:j] == unit:
+        j -= p
+    # the copies may start inside the unit as found (a rotation of it): extend back
+    begin = j - len(os.path.commonprefix([data[max(0, j - p):j][::-1], unit[::-1]]))
+    while data[j:j + p] == unit:
+        j += p
+    end = j + len(os.path.commonprefix([data[j:j + p], unit]))   # cut by max_tokens inside a copy
+    # whole copies, a last one missing at most a quarter of its bytes (stripped space, cut)
+    return unit, int((end - begin) / p + 0.25), end
 
 
-def _lines(content: str):
-    """Non-blank lines, whitespace-normalized, each with whether it sits in a code fence."""
-    lines = [" ".join(raw.split()) for raw in content.splitlines()]
-    lines = [x for x in lines if x]
-    if "```" not in content and "~~~" not in content:
-        return lines, [False] * len(lines)
-    in_code_flags = []
-    in_code = False
-    for line in lines:
-        if _FENCE_RE.match(line):
-            in_code = not in_code
-            in_code_flags.append(True)   # a looping fence is still a loop
-        else:
-            in_code_flags.append(in_code)
-    return lines, in_code_flags
+def _enough(copies: int, unit: bytes, masked: bool, settings) -> bool:
+    """Enough copies for a loop. A unit of the seed's 20+ characters: loop_min_copies
+    word for word, or loop_min_copies_masked with only digits changing. A shorter unit
+    (a word, a character, a separator): loop_min_copies_short word for word, or
+    loop_min_copies_short_masked with only digits changing if it holds a letter (a
+    counter loop, `prjer_2382`, `prjer_2383`, ...; a list of bare numbers is data), and
+    loop_min_bytes in all."""
+    if len(unit) >= settings.loop_min_unit_bytes:
+        return copies >= (settings.loop_min_copies_masked if masked else settings.loop_min_copies)
+    if copies * len(unit) < settings.loop_min_bytes:
+        return False
+    if masked:
+        return copies >= settings.loop_min_copies_short_masked and _LETTER_RE.search(unit.decode("utf-8", "ignore")) is not None
+    return copies >= settings.loop_min_copies_short
 
 
-def _line_loop(lines: list, in_code: list, settings):
-    """(Finding or None, warnings) for lines or blocks of lines repeated back to back."""
-    k_prose, k_struct = settings.repetition_threshold, settings.structured_loop_repeats
-    warnings = []
-    if len(set(lines)) == len(lines):
-        return None, warnings
-    for p in range(1, settings.max_period_lines + 1):
-        for start, k in _tandem_runs(lines, p, 2):
-            block = lines[start:start + p]
-            size = sum(_unit_size(x) for x in block)
-            if not any(_ALNUM_RE.search(x) for x in block) and (k < k_struct or size * k < settings.word_loop_min_chars):
-                continue  # rules and separators repeat; only a long run of them is a loop
-            is_struct = all(_structured(x, c) for x, c in zip(block, in_code[start:start + p]))
-            if k >= k_struct or (k >= k_prose and not is_struct and size >= settings.repetition_min_length):
-                unit = "line" if p == 1 else f"block of {p} lines"
-                return Finding("repetition", f"a {unit} repeated {k} times back to back ({block[0][:50]!r}): "
-                               "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
-                               figures={"grain": "lines", "period": p, "repeats": k, "unit_chars": size}), warnings
-            if k == 2 and not is_struct and size >= 200:
-                warnings.append(Finding("repeated_block", f"a {size}-char block appears twice back to back", failure=False))
-    return None, warnings
+_LETTER_RE = re.compile(r"[^\W\d_]")
 
 
-# A leading counter: "3.", "(3)", "Step 3:", "Attempt 3 -", "#3".
-_COUNTER_RE = re.compile(r"^\W{0,3}(?:(?:step|attempt|round|iteration|part|item|try|pass)\s*)?#?\d+\W{0,3}\s*", re.I)
+def _explained_by_input(unit: bytes, input_text: Optional[str]) -> bool:
+    """The input itself holds the unit twice back to back: the summary copied a
+    repetitive input (a log of identical lines); it did not loop."""
+    return bool(input_text) and bool(unit) and unit * 2 in normalize(input_text)
 
 
-def _counter_loop(lines: list, in_code: list, settings):
-    """A prose line (or block) repeated back to back with only a leading counter
-    changing ("Step 1: check the logs.", "Step 2: check the logs.", ...): a loop with a
-    counter. An enumeration ("1. Restarted api-1", "2. Restarted api-2") changes more
-    than its counter and is left alone, as are tables and logs; it takes
-    `structured_loop_repeats` repeats."""
-    k_need = settings.structured_loop_repeats
-    if len(lines) < k_need:
-        return None
-    masked = [_COUNTER_RE.sub("#", x, count=1) if _COUNTER_RE.match(x) else None for x in lines]
-    if sum(m is not None for m in masked) < k_need:
-        return None
-    keys = [m if (m is not None and not c and not _TABLE_LINE_RE.match(x)) else object()
-            for m, x, c in zip(masked, lines, in_code)]
-    for p in range(1, 4):
-        for start, k in _tandem_runs(keys, p, k_need):
-            block = lines[start:start + p]
-            if any(_structured(_COUNTER_RE.sub("", x, count=1), False) for x in block):
-                continue   # the text after the counter reads as a log line (retries)
-            return Finding("repetition", f"a line repeated {k} times back to back with only its counter changing "
-                           f"({block[0][:50]!r}): the summarizer looped with a counter; retry at a lower temperature",
-                           figures={"grain": "lines-with-counter", "period": p, "repeats": k})
-    return None
+def _describe(unit: bytes) -> str:
+    return unit.decode("utf-8", "replace").strip()[:50]
 
 
-def _word_loop(words: list, settings):
-    """A Finding for the first back-to-back loop of words, or None. Prose units
-    loop from the third repeat; units that read as log lines need as many repeats
-    as a repeated log line."""
-    minlen = settings.repetition_min_length
-    k_prose = settings.repetition_threshold
-    for p in _candidate_periods(words, settings):
-        for start, k in _tandem_runs(words, p, k_prose):
-            block = words[start:start + p]
-            if not any(_ALNUM_RE.search(w) for w in block):
-                continue
-            size = sum(_unit_size(w) for w in block) + p - 1
-            phrase = " ".join(block)
-            long_unit = size >= minlen
-            need = settings.structured_loop_repeats if (_LOG_LINE_RE.match(phrase) or _LOG_WORDS_RE.search(phrase)) else k_prose
-            if (long_unit and k >= need) or (k >= settings.word_loop_repeats and (size + 1) * k >= settings.word_loop_min_chars):
-                what = "a phrase" if long_unit else "a word"
-                return Finding("repetition", f"{what} repeated {k} times back to back ({phrase[:50]!r}): "
-                               "the summarizer looped; retry at a lower temperature or a smaller max_tokens",
-                               figures={"grain": "words", "period": p, "repeats": k, "unit_chars": size})
-    return None
-
-
-def detect(content: str, settings) -> list:
-    if len(content) < 40:
+def detect(content: str, settings, input_text: Optional[str] = None) -> list:
+    data = normalize(content)
+    if len(data) < settings.loop_min_bytes:
         return []
-    # 1. Lines and blocks of lines (paragraphs, list blocks, role labels).
-    lines, in_code = _lines(content)
-    hit, warnings = _line_loop(lines, in_code, settings)
-    if hit:
-        return [hit]
-    hit = _counter_loop(lines, in_code, settings)
-    if hit:
-        return [hit]
-    # 2. Words and CJK characters outside code and tables: a sentence, phrase or
-    # word looping inside a paragraph ("User: User: ...", 的的的的, a sentence
-    # with no full stop). Code lines are left to the line grain.
-    if "|" in content or any(in_code):
-        prose = "\n".join(x for x, c in zip(lines, in_code) if not c and not _TABLE_LINE_RE.match(x))
-    else:
-        prose = "\n".join(lines)
-    chunks = [c.strip() for c in _CHUNK_SPLIT_RE.split(prose)]
-    if _may_loop(chunks):
-        hit = _word_loop(_WORD_RE.findall(prose), settings)
-        if hit:
-            return [hit]
-    # Incidental: one long sentence several times, not back to back.
-    counts = Counter(c for c in chunks if len(c) >= 60)
-    if counts:
-        sent, count = counts.most_common(1)[0]
-        if count >= settings.repetition_threshold:
-            warnings.append(Finding("repeated_sentence", f"one sentence appears {count} times ({sent[:40]!r})", failure=False))
-    return warnings[:1]
+    nov = measure(data, settings)
+    warn = None
+    for stretch, at_end in ((nov.final, True), (nov.longest, False)):
+        if stretch is None or stretch.length < 2 * settings.loop_block_bytes:
+            continue
+        unit, copies, end = period(data, stretch.start, stretch.length, settings)
+        at_end = at_end or (copies > 0 and end >= len(data))
+        looped = copies * len(unit)
+        share = looped / len(data)
+        if not copies:
+            loop = False
+        elif at_end:
+            loop = _enough(copies, unit, True, settings)
+            if not loop and _enough(copies, unit, False, settings):
+                # enough copies only if they are word for word: are they, digits included?
+                # (three lines that differ in a version number are a list, not a loop)
+                raw = normalize(content, mask_digits=False)
+                rnov = measure(raw, settings)
+                if rnov.final is not None and rnov.final.length >= settings.loop_block_bytes:
+                    runit, rcopies, rend = period(raw, rnov.final.start, rnov.final.length, settings)
+                    loop = rend >= len(raw) and _enough(rcopies, runit, False, settings)
+        else:
+            loop = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
+        what = f"{_describe(unit)!r} repeated {copies} times"
+        if not loop and at_end and stretch.length >= settings.loop_template_min_bytes \
+                and stretch.length >= settings.loop_template_min_share * len(data):
+            # one template over and over, a word changing (`**Elsa: I'm a server.`,
+            # `**Kai: I'm a server.`): no exact unit, but nothing new for a long way
+            loop, looped, share = True, stretch.length, stretch.length / len(data)
+            unit = data[stretch.start:stretch.start + 48]
+            what = f"text like {_describe(unit)!r} repeated with only a few words changing"
+        figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
+                   "loop_share": round(share, 3), "runs_to_end": at_end, "compression_ratio": nov.ratio}
+        if loop and _explained_by_input(unit, input_text):
+            return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
+        if loop:
+            where = "to the end (the model looped until max_tokens)" if at_end else "back to back"
+            return [Finding("repetition", f"{what} {where} (digits set aside), {share:.0%} of the summary; "
+                            "the summarizer looped, retry with a repetition penalty or a smaller max_tokens",
+                            figures=figures)]
+        if warn is None and copies >= 2 and looped >= settings.loop_warn_bytes:
+            warn = Finding("repetitive", f"{what} back to back ({share:.0%} of the summary)", failure=False,
+                           figures=figures)
+    return [warn] if warn else []

@@ -1,156 +1,319 @@
-"""Precision and recall of the guard's detectors on the labelled corpus.
+"""False alarms and recall of the guard's detectors, per set x language x kind.
 
-    python3 tests/corpus/evaluate.py            # table; exit 1 if a target is missed
-    python3 tests/corpus/evaluate.py --misses   # also list every wrong verdict
-    python3 tests/corpus/evaluate.py --seed     # the seed's literal rules, same corpus
+    python3 tests/corpus/evaluate.py             # the table; exit 1 if a target is missed
+    python3 tests/corpus/evaluate.py --misses    # also every wrong verdict, with its reason
+    python3 tests/corpus/evaluate.py --seed      # the seed's literal rules on the same sets
+    python3 tests/corpus/evaluate.py --json      # the figures as JSON
 
-Targets (issue #2): false alarms on at most 1% of good summaries; recall of at least
-98% on the forms the seed's rules were meant to catch and 90% on real-world forms.
+Sets, real data first (nobody on the project wrote their texts):
+- model:  outputs of a real small model (SmolLM2-135M via xllamacpp) run as a
+          summarizer (real/generate_model.py), labelled per kind by measured rules
+          fixed before the detectors saw them (real/label_model.py);
+- human:  real human text in 32 languages, cut to summary size (real/collect_human.py):
+          Debian's translated man pages, reference and message catalogues; all good
+          except what real/human_labels.yaml says (checked by hand);
+then the hand-written corpus, kept as regression tests (build.py): development
+(good.yaml), held-out, adversarial and fresh parts.
+
+Per kind, an item is positive (has that failure), negative, or unlabelled (left
+out). A false alarm is a failure of kind K reported on an item negative for K;
+recall is the share of K-positive items reported as K. `cut_off` is a warning
+kind: its figures are shown, not held to a target.
+
+Targets (issue #9): no false alarm on the human text in any language; at most 0.5%
+false alarms per kind on every set; recall of at least 97% on the model's loops;
+100% on the core forms (the hand-written failures the seed's rules were meant to
+catch); 90% on the hand-written real-world forms.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
-ROOT = Path(__file__).resolve().parents[2]
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(HERE))
 
 from build import build  # noqa: E402
 
-from compaction_guard import FAILURE_KINDS, DEFAULT  # noqa: E402
+from compaction_guard import DEFAULT, FAILURE_KINDS  # noqa: E402
+from compaction_guard import seed_rules  # noqa: E402
 from compaction_guard.check import check_record  # noqa: E402
 from compaction_guard.detectors import StaleTracker  # noqa: E402
 from compaction_guard.records import SummaryRecord  # noqa: E402
-from compaction_guard import seed_rules  # noqa: E402
 from compaction_guard.tokens import seed_tokens  # noqa: E402
 
-TARGET_FALSE_ALARMS = 0.01
-TARGET_SEED_RECALL = 0.98
-TARGET_REAL_RECALL = 0.90
+TARGET_FALSE_ALARMS = 0.005
+TARGET_MODEL_LOOP_RECALL = 0.97
+TARGET_CORE_RECALL = 1.0
+TARGET_HAND_REAL_RECALL = 0.90
+KINDS = FAILURE_KINDS + ("cut_off",)
+WARNING_KINDS = ("cut_off",)
+REAL = HERE / "real"
 
 
-def corpus() -> list:
-    """Development, held-out and adversarial parts."""
-    return (build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
-            + build(seed=13, base="fresh.yaml"))
+@dataclass
+class Item:
+    id: str
+    set: str
+    lang: str
+    content: str
+    truth: dict                              # kind -> True / False / None (unlabelled)
+    input_text: Optional[str] = None
+    input_tokens: Optional[int] = None
+    previous: Optional[str] = None
+    context: list = field(default_factory=list)
+    form: str = ""                           # hand-written corpus: seed / real / good
 
 
-def guard_verdict(sample, settings=DEFAULT) -> list:
-    tracker = StaleTracker()
-    for i, earlier in enumerate(sample.context):
-        tracker.detect(SummaryRecord(f"ctx{i}", earlier, stale_scope="dag"))
-    rec = SummaryRecord(sample.id, sample.content, "corpus", input_text=sample.input_text,
-                        input_tokens=sample.input_tokens, previous=sample.previous,
-                        stale_scope="dag" if sample.context else None)
-    return check_record(rec, settings, tracker).failures
+def _truth_all(value: bool) -> dict:
+    return {k: value for k in KINDS}
 
 
-def seed_verdict(sample) -> list:
-    input_tokens = seed_tokens(sample.input_text) if sample.input_text else (sample.input_tokens or 0)
-    fails = seed_rules.validate_summary(sample.content, input_tokens, sample.previous)
-    if sample.context and sample.content in sample.context:
-        fails.append("stale")
-    return fails
+def model_items() -> list:
+    """Real model outputs with their measured labels."""
+    outs = REAL / "model_outputs.jsonl"
+    labels = REAL / "model_labels.jsonl"
+    if not outs.exists() or not labels.exists():
+        return []
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(REAL / "histories.jsonl", encoding="utf-8"))}
+    lab = {x["id"]: x for x in map(json.loads, open(labels, encoding="utf-8"))}
+    review = {}
+    if (REAL / "model_review.yaml").exists():
+        review = yaml.safe_load(open(REAL / "model_review.yaml", encoding="utf-8")) or {}
+    items = []
+    for line in open(outs, encoding="utf-8"):
+        r = json.loads(line)
+        if r["id"] not in lab:
+            continue
+        truth = {k: None for k in KINDS}
+        truth.update(lab[r["id"]]["labels"])
+        truth["truncation_marker"] = False
+        truth["stale"] = None
+        for k, v in (review.get(r["id"]) or {}).get("labels", {}).items():
+            truth[k] = v
+        items.append(Item(r["id"], "model", r["lang"], r["output"], truth, input_text=hist[r["history"]]))
+    return items
 
 
-def evaluate(samples, verdict) -> dict:
-    stats = {k: {"tp": 0, "fp": 0, "fn": 0, "seed_n": 0, "seed_hit": 0, "real_n": 0, "real_hit": 0} for k in FAILURE_KINDS}
-    good_n = good_alarm = 0
-    misses = []
+def human_items() -> list:
+    over = yaml.safe_load(open(REAL / "human_labels.yaml", encoding="utf-8")) or {}
+    items = []
+    for line in open(REAL / "human.jsonl", encoding="utf-8"):
+        r = json.loads(line)
+        truth = _truth_all(False)
+        truth["cut_off"] = None        # excerpts are cut where the excerpt ends
+        for k, v in (over.get(r["id"]) or {}).get("labels", {}).items():
+            truth[k] = v
+        items.append(Item(r["id"], "human", r["lang"], r["text"], truth))
+    return items
+
+
+def hand_items() -> list:
+    samples = (build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
+               + build(seed=13, base="fresh.yaml"))
+    items = []
     for s in samples:
-        got = verdict(s)
-        if s.label == "good":
-            good_n += 1
-            if got:
-                good_alarm += 1
-                misses.append(("false alarm", s, got))
-        else:
-            st = stats[s.label]
-            hit = s.label in got
-            st["tp" if hit else "fn"] += 1
-            st[f"{s.form}_n"] += 1
-            st[f"{s.form}_hit"] += int(hit)
-            if not hit:
-                misses.append(("missed", s, got))
-        for k in got:
-            if k != s.label and k not in s.also and k in stats:
-                stats[k]["fp"] += 1
-                if s.label != "good":
-                    misses.append((f"extra {k}", s, got))
-    return {"stats": stats, "good_n": good_n, "good_alarm": good_alarm, "misses": misses}
+        truth = _truth_all(False)
+        truth["cut_off"] = None
+        if s.label != "good":
+            truth[s.label] = True
+        for k in s.also:
+            truth[k] = None
+        items.append(Item(s.id, s.part, s.lang, s.content, truth, s.input_text, s.input_tokens, s.previous,
+                          list(s.context), s.form))
+    return items
 
 
-def table(res: dict, title: str) -> str:
-    lines = [title, f"{'kind':<18}{'precision':>10}{'recall':>9}{'seed-form':>14}{'real-form':>14}"]
-    for k, st in res["stats"].items():
-        p = st["tp"] / (st["tp"] + st["fp"]) if st["tp"] + st["fp"] else 1.0
-        r = st["tp"] / (st["tp"] + st["fn"]) if st["tp"] + st["fn"] else 1.0
-        sr = f"{st['seed_hit']}/{st['seed_n']}" if st["seed_n"] else "-"
-        rr = f"{st['real_hit']}/{st['real_n']}" if st["real_n"] else "-"
-        lines.append(f"{k:<18}{p:>10.3f}{r:>9.3f}{sr:>14}{rr:>14}")
-    ga, gn = res["good_alarm"], res["good_n"]
-    lines.append(f"false alarms on good summaries: {ga}/{gn} = {ga / max(gn, 1):.2%}")
-    seed_n = sum(st["seed_n"] for st in res["stats"].values())
-    seed_hit = sum(st["seed_hit"] for st in res["stats"].values())
-    real_n = sum(st["real_n"] for st in res["stats"].values())
-    real_hit = sum(st["real_hit"] for st in res["stats"].values())
-    lines.append(f"recall, forms the seed's rules target: {seed_hit}/{seed_n} = {seed_hit / max(seed_n, 1):.2%}")
-    lines.append(f"recall, real-world forms they miss:    {real_hit}/{real_n} = {real_hit / max(real_n, 1):.2%}")
+SETS = ("model", "human", "development", "held-out", "adversarial", "fresh")
+
+
+def all_items() -> list:
+    return model_items() + human_items() + hand_items()
+
+
+def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
+    """(kinds reported, {kind: reason})."""
+    tracker = StaleTracker()
+    for i, earlier in enumerate(item.context):
+        tracker.detect(SummaryRecord(f"ctx{i}", earlier, stale_scope="dag"))
+    rec = SummaryRecord(item.id, item.content, "corpus", input_text=item.input_text, input_tokens=item.input_tokens,
+                        previous=item.previous, stale_scope="dag" if item.context else None)
+    res = check_record(rec, settings, tracker)
+    kinds = set(res.failures)
+    reasons = dict(res.reasons)
+    for f in res.findings:
+        if not f.failure and f.kind in WARNING_KINDS:
+            kinds.add(f.kind)
+            reasons.setdefault(f.kind, f.reason)
+    return kinds, reasons
+
+
+def seed_verdict(item: Item) -> tuple:
+    input_tokens = seed_tokens(item.input_text) if item.input_text else (item.input_tokens or 0)
+    fails = seed_rules.validate_summary(item.content, input_tokens, item.previous)
+    if item.context and item.content in item.context:
+        fails.append("stale")
+    return set(fails), {}
+
+
+def evaluate(items: list, verdict) -> dict:
+    """cells[(set, lang, kind)] = {neg, fa, pos, hit, fa_ids, miss_ids}; good[(set, lang)] = [n, alarmed, ids]."""
+    cells = defaultdict(lambda: {"neg": 0, "fa": 0, "pos": 0, "hit": 0, "fa_ids": [], "miss_ids": []})
+    good = defaultdict(lambda: [0, 0, []])
+    reasons = {}
+    core = [0, 0, []]
+    hand_real = [0, 0, []]
+    for it in items:
+        got, why = verdict(it)
+        reasons[(it.set, it.id)] = why
+        failures = {k for k in got if k not in WARNING_KINDS}
+        if all(v is False for k, v in it.truth.items() if k not in WARNING_KINDS):
+            g = good[(it.set, it.lang)]
+            g[0] += 1
+            if failures:
+                g[1] += 1
+                g[2].append(it.id)
+        for kind, t in it.truth.items():
+            if t is None:
+                continue
+            c = cells[(it.set, it.lang, kind)]
+            if t:
+                c["pos"] += 1
+                if kind in got:
+                    c["hit"] += 1
+                else:
+                    c["miss_ids"].append(it.id)
+                if it.form in ("seed", "real") and kind not in WARNING_KINDS:
+                    bucket = core if it.form == "seed" else hand_real
+                    bucket[0] += 1
+                    bucket[1] += int(kind in got)
+                    if kind not in got:
+                        bucket[2].append(it.id)
+            else:
+                c["neg"] += 1
+                if kind in got:
+                    c["fa"] += 1
+                    c["fa_ids"].append(it.id)
+    return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons}
+
+
+def _ids(ids: list, n: int = 4) -> str:
+    if not ids:
+        return ""
+    more = f" +{len(ids) - n}" if len(ids) > n else ""
+    return " ".join(ids[:n]) + more
+
+
+def _sum(cells: dict, pred) -> dict:
+    out = {"neg": 0, "fa": 0, "pos": 0, "hit": 0, "fa_ids": [], "miss_ids": []}
+    for key, c in cells.items():
+        if pred(*key):
+            for k in ("neg", "fa", "pos", "hit"):
+                out[k] += c[k]
+            out["fa_ids"] += c["fa_ids"]
+            out["miss_ids"] += c["miss_ids"]
+    return out
+
+
+def report(res: dict, title: str, sets=SETS, by_lang: bool = True) -> str:
+    cells, good = res["cells"], res["good"]
+    lines = [title]
+    for st in sets:
+        langs = sorted({lang for (s, lang, _k) in cells if s == st})
+        if not langs:
+            continue
+        gn = sum(v[0] for (s, _l), v in good.items() if s == st)
+        ga = sum(v[1] for (s, _l), v in good.items() if s == st)
+        lines.append(f"\n[{st}] {len(langs)} languages; good items with any failure reported: {ga}/{gn}"
+                     f" = {ga / max(gn, 1):.2%}")
+        lines.append(f"  {'lang':<7}{'kind':<19}{'false alarms':>16}{'recall':>14}   misses")
+        rows = [(lang, k) for lang in langs for k in KINDS] if by_lang else []
+        for kind in KINDS:
+            tot = _sum(cells, lambda s, lang, k: s == st and k == kind)
+            if tot["neg"] + tot["pos"]:
+                rows.append(("all", kind))
+        for lang, kind in rows:
+            c = cells.get((st, lang, kind)) if lang != "all" else _sum(cells, lambda s, l2, k: s == st and k == kind)
+            if not c or not (c["neg"] + c["pos"]):
+                continue
+            if lang != "all" and not (c["fa"] or c["pos"]):
+                continue     # nothing to say: no positives, no false alarm
+            fa = f"{c['fa']}/{c['neg']}" if c["neg"] else "-"
+            rc = f"{c['hit']}/{c['pos']} {c['hit'] / c['pos']:.0%}" if c["pos"] else "-"
+            lines.append(f"  {lang:<7}{kind:<19}{fa:>16}{rc:>14}   {_ids(c['fa_ids'] + c['miss_ids'])}")
+    core, hr = res["core"], res["hand_real"]
+    if core[0]:
+        lines.append(f"\ncore forms (hand-written, the seed's targets): {core[1]}/{core[0]} = {core[1] / core[0]:.2%}"
+                     f"  {_ids(core[2])}")
+    if hr[0]:
+        lines.append(f"hand-written real-world forms:                {hr[1]}/{hr[0]} = {hr[1] / hr[0]:.2%}  {_ids(hr[2])}")
     return "\n".join(lines)
 
 
-def targets_met(res: dict) -> list:
+def targets_missed(res: dict) -> list:
     problems = []
-    if res["good_alarm"] / max(res["good_n"], 1) > TARGET_FALSE_ALARMS:
-        problems.append("false alarms above 1%")
-    for k, st in res["stats"].items():
-        if st["seed_n"] and st["seed_hit"] / st["seed_n"] < TARGET_SEED_RECALL:
-            problems.append(f"{k}: seed-form recall below 98%")
-        if st["real_n"] and st["real_hit"] / st["real_n"] < TARGET_REAL_RECALL:
-            problems.append(f"{k}: real-form recall below 90%")
+    cells, good = res["cells"], res["good"]
+    for (st, lang), (n, alarmed, ids) in good.items():
+        if st == "human" and alarmed:
+            problems.append(f"human/{lang}: {alarmed} false alarm(s) ({_ids(ids, 3)})")
+    for st in SETS:
+        for kind in FAILURE_KINDS:
+            c = _sum(cells, lambda s, lang, k: s == st and k == kind)
+            if c["neg"] and c["fa"] / c["neg"] > TARGET_FALSE_ALARMS:
+                problems.append(f"{st}/{kind}: false alarms {c['fa']}/{c['neg']} above 0.5%")
+    loops = _sum(cells, lambda s, lang, k: s == "model" and k == "repetition")
+    if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
+        problems.append(f"model/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
+    core, hr = res["core"], res["hand_real"]
+    if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
+        problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
+    if hr[0] and hr[1] / hr[0] < TARGET_HAND_REAL_RECALL:
+        problems.append(f"hand-written real-world forms: recall {hr[1]}/{hr[0]} below 90%")
     return problems
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--misses", action="store_true", help="list every wrong verdict")
+    ap.add_argument("--misses", action="store_true", help="list every wrong verdict with the guard's reason")
     ap.add_argument("--seed", action="store_true", help="also evaluate the seed's literal rules")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated sets to evaluate")
     args = ap.parse_args(argv)
-    samples = corpus()
-    dev = [s for s in samples if s.part == "development"]
-    held = [s for s in samples if s.part == "held-out"]
-    res = evaluate(samples, guard_verdict)
+    wanted = set(args.sets.split(","))
+    items = [it for it in all_items() if it.set in wanted]
+    res = evaluate(items, guard_verdict)
     if args.json:
-        print(json.dumps({k: v for k, v in res.items() if k != "misses"}, indent=2))
+        out = {f"{s}|{lang}|{k}": {x: v for x, v in c.items()} for (s, lang, k), c in res["cells"].items()}
+        print(json.dumps({"cells": out, "core": res["core"][:2], "hand_real": res["hand_real"][:2]}, indent=1))
     else:
-        print(f"corpus: {len(samples)} samples ({res['good_n']} good, {len(samples) - res['good_n']} failures): "
-              + ", ".join(f"{p} {sum(1 for s in samples if s.part == p)}" for p in ("development", "held-out", "adversarial", "fresh"))
-              + "\n")
-        print(table(res, "compaction-resilience-guard (default settings), whole corpus"))
-        print()
-        print(table(evaluate(dev, guard_verdict), "development part (good.yaml)"))
-        print()
-        print(table(evaluate(held, guard_verdict), "held-out part (holdout.yaml: written after calibration)"))
-        print()
-        adv = [s for s in samples if s.part == "adversarial"]
-        print(table(evaluate(adv, guard_verdict), "adversarial part (adversarial.yaml: good text made to trip rules)"))
-        print()
-        fresh = [s for s in samples if s.part == "fresh"]
-        print(table(evaluate(fresh, guard_verdict), "fresh part (fresh.yaml: written after all calibration)"))
+        counts = defaultdict(int)
+        for it in items:
+            counts[it.set] += 1
+        print("items: " + ", ".join(f"{s} {counts[s]}" for s in SETS if counts[s]))
+        print(report(res, "compaction-resilience-guard (default settings): real data first, then the hand-written corpus"))
     if args.seed:
         print()
-        print(table(evaluate(samples, seed_verdict), "the seed's literal rules"))
+        print(report(evaluate(items, seed_verdict), "the seed's literal rules, same items", by_lang=False))
     if args.misses:
         print("\nwrong verdicts:")
-        for what, s, got in res["misses"]:
-            print(f"  {what:<14} {s.id:<55} got={got} [{s.mechanism}] {s.content[:70]!r}")
-    problems = targets_met(res)
+        by_id = {(it.set, it.id): it for it in items}
+        for (st, lang, kind), c in sorted(res["cells"].items()):
+            for what, ids in (("false alarm", c["fa_ids"]), ("missed", c["miss_ids"])):
+                for i in ids:
+                    why = res["reasons"].get((st, i), {}).get(kind, "")
+                    print(f"  {what:<12} {st:<12} {kind:<18} {i:<50} {by_id[(st, i)].content[:60]!r} {why[:140]}")
+    problems = targets_missed(res)
     if problems:
-        print("\nTARGETS MISSED: " + "; ".join(problems))
+        print("\nTARGETS MISSED:\n  " + "\n  ".join(problems))
         return 1
     print("\nall targets met")
     return 0

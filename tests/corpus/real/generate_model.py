@@ -46,7 +46,7 @@ PROMPTS = {
                       "Summarize the history below. Keep names, numbers and identifiers.\n---\n{h}\n---"),
 }
 TEMPERATURES = [0.0, 0.0, 0.3, 0.7, 1.0]
-MAX_TOKENS = [128, 256, 512, 1024]
+MAX_TOKENS = [128, 128, 256, 256, 512, 1024]
 
 
 def sentences(text: str) -> list:
