@@ -125,31 +125,40 @@ def _unit_at(data: bytes, start: int, settings) -> tuple:
     return 0, start
 
 
-def period(data: bytes, start: int, length: int, settings) -> tuple:
-    """(unit, copies, end): the exact unit a stretch repeats, how many times it stands
-    back to back (the copy before the stretch included), and where the copies end.
-    The stretch's first block may hold the end of the text before the loop, so a few
-    offsets into it are tried."""
-    p = 0
-    for off in (0, 8, 16, 32, 64, 128):
-        if off + 8 > length:
-            break
-        p, at = _unit_at(data, start + off, settings)
-        if p:
-            break
-    if not p:
-        return b"", 0, start
+def _copies(data: bytes, p: int, at: int) -> tuple:
+    """(begin, end) of the back-to-back copies of the p bytes before `at`."""
     unit = data[at - p:at]
     j = at - p
     while j - p >= 0 and data[j - p:j] == unit:
         j -= p
     # the copies may start inside the unit as found (a rotation of it): extend back
     begin = j - len(os.path.commonprefix([data[max(0, j - p):j][::-1], unit[::-1]]))
+    j = at
     while data[j:j + p] == unit:
         j += p
     end = j + len(os.path.commonprefix([data[j:j + p], unit]))   # cut by max_tokens inside a copy
+    return begin, end
+
+
+def period(data: bytes, start: int, length: int, settings) -> tuple:
+    """(unit, copies, end): the exact unit a stretch repeats, how many times it stands
+    back to back (the copy before the stretch included), and where the copies end.
+    A few points of the stretch are tried (its first block may hold the text before
+    the loop; a sentence may repeat inside the unit), and the unit whose copies cover
+    the most is kept."""
+    best = (0, 0, 0, 0)        # covered, p, at, end
+    offsets = {0, 8, 16, 32, 64, 128, length // 2, max(0, length - 48)}
+    for off in sorted(o for o in offsets if o + 8 <= length):
+        p, at = _unit_at(data, start + off, settings)
+        if p:
+            begin, end = _copies(data, p, at)
+            if end - begin > best[0]:
+                best = (end - begin, p, at, end)
+    covered, p, at, end = best
+    if not p:
+        return b"", 0, start
     # whole copies, a last one missing at most a quarter of its bytes (stripped space, cut)
-    return unit, int((end - begin) / p + 0.25), end
+    return data[at - p:at], int(covered / p + 0.25), end
 
 
 def _enough(copies: int, unit: bytes, masked: bool, settings) -> bool:
@@ -171,10 +180,14 @@ def _enough(copies: int, unit: bytes, masked: bool, settings) -> bool:
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 
-def _explained_by_input(unit: bytes, input_text: Optional[str]) -> bool:
-    """The input itself holds the unit twice back to back: the summary copied a
-    repetitive input (a log of identical lines); it did not loop."""
-    return bool(input_text) and bool(unit) and unit * 2 in normalize(input_text)
+def _explained_by_input(unit: bytes, copies: int, input_text: Optional[str]) -> bool:
+    """The input itself repeats the unit back to back (twice, and over at least 64
+    bytes for a short unit): the summary copied a repetitive input (a log of identical
+    lines); it did not loop."""
+    if not input_text or not unit:
+        return False
+    reps = max(2, min(copies, -(-64 // len(unit))))
+    return unit * reps in normalize(input_text)
 
 
 def _describe(unit: bytes) -> str:
@@ -188,7 +201,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     nov = measure(data, settings)
     warn = None
     for stretch, at_end in ((nov.final, True), (nov.longest, False)):
-        if stretch is None or stretch.length < 2 * settings.loop_block_bytes:
+        if stretch is None:
             continue
         unit, copies, end = period(data, stretch.start, stretch.length, settings)
         at_end = at_end or (copies > 0 and end >= len(data))
@@ -218,7 +231,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             what = f"text like {_describe(unit)!r} repeated with only a few words changing"
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
                    "loop_share": round(share, 3), "runs_to_end": at_end, "compression_ratio": nov.ratio}
-        if loop and _explained_by_input(unit, input_text):
+        if loop and _explained_by_input(unit, copies, input_text):
             return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
         if loop:
             where = "to the end (the model looped until max_tokens)" if at_end else "back to back"

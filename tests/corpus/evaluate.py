@@ -176,7 +176,7 @@ def evaluate(items: list, verdict) -> dict:
         got, why = verdict(it)
         reasons[(it.set, it.id)] = why
         failures = {k for k in got if k not in WARNING_KINDS}
-        if all(v is False for k, v in it.truth.items() if k not in WARNING_KINDS):
+        if not any(v for k, v in it.truth.items() if k not in WARNING_KINDS):
             g = good[(it.set, it.lang)]
             g[0] += 1
             if failures:
