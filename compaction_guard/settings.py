@@ -36,6 +36,16 @@ class Settings:
     garbled_min_run_chars: int = 200
     # Junk below these but at least this many characters is a warning.
     garbled_warn_chars: int = 24
+    # Random tokens (base64-like strings, symbol soup, keyboard mash) count in tokens:
+    # garbled_min_share of the tokens and at least this many, or a run of this many
+    # (one bridging clean token allowed). One such token is an identifier.
+    garbled_min_tokens: int = 3
+    garbled_min_run_tokens: int = 16
+    # A random token up to this long is an identifier (a JWT, an SRI hash, a key);
+    # longer, or several back to back, it is an encoded blob, counted in characters.
+    garbled_identifier_max_chars: int = 256
+    # BPE piece characters (Ġ, Ċ, ĉ, ▁) leak before at least this share of the words.
+    tokenizer_min_density: float = 0.3
     # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
     mojibake_min_sequences: int = 3
     # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).

@@ -24,6 +24,6 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         return findings + repetition.detect(content, settings, input_text)
     findings += inflation.detect(output_tokens, input_tokens, settings)
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
-    findings += garbled.detect(content, settings, entropy)
+    findings += garbled.detect(content, settings, entropy, input_text)
     findings += repetition.detect(content, settings, input_text)
     return findings

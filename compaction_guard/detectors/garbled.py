@@ -10,9 +10,11 @@ C-level regex over the text; Python only looks at the few candidates it returns.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
+from typing import Optional
 
 from ..findings import Finding
 from ..tokens import shannon_entropy
@@ -30,7 +32,9 @@ CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 LATIN1_RUN_RE = re.compile("[\u00a0-\u00ff]{4,}")
 
 # Byte-level BPE pieces printed raw (GPT-2/Llama-3 'Ġ' for space, 'Ċ' for newline,
-# SentencePiece '▁'): a tokenizer's vocabulary leaking instead of decoded text.
+# 'ĉ' for tab, SentencePiece '▁'): a tokenizer's vocabulary leaking instead of
+# decoded text. The same letters are Maltese (Ġimgħa, Ċensu) and Esperanto (ĉiuj), so
+# what counts is density: a leak puts a piece before most words (see _piece_spans).
 TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
 
 # Runs of integers: token ids dumped instead of decoded.
@@ -168,6 +172,20 @@ def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = Fal
     return out
 
 
+def _piece_spans(text: str, settings) -> list:
+    """Tokens holding BPE piece characters, when a leak is what put them there: pieces
+    inside tokens (`ĠtheĠcat`), or before at least tokenizer_min_density of the words.
+    A Maltese or Esperanto text has a few such letters at word starts, among spaces."""
+    spans = _token_spans(text, TOKENIZER_RE.finditer(text))
+    if not spans:
+        return []
+    inner = sum(1 for s, e in spans if _PIECE_CHAR_RE.search(text, s + 1, e))
+    words = max(1, len(text.split()))
+    if inner >= 3 or len(spans) >= settings.tokenizer_min_density * words:
+        return spans
+    return []
+
+
 def _mash_spans(text: str) -> list:
     """Words with a consonant run of 5+ (after digraphs) or no vowel at all."""
     out = []
@@ -199,7 +217,7 @@ def _spans(text: str, settings) -> dict:
         if "\ufffd" in text:
             spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
         if _PIECE_CHAR_RE.search(text):
-            spans["tokenizer_pieces"] = _token_spans(text, TOKENIZER_RE.finditer(text))
+            spans["tokenizer_pieces"] = _piece_spans(text, settings)
         spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
         if re.search("[\u0100-\u0143]", text):
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
@@ -222,8 +240,12 @@ def _spans(text: str, settings) -> dict:
     if mash:  # rocking on one row seldom comes without a vowel-less or consonant-heavy word
         mash += [m.span() for m in REPEATED_PAIR_RE.finditer(text) if _repeats_two_pairs(m.group())]
     spans["keyboard_mash"] = mash
-    if not _LETTER_RE.search(text) and len(_DIGITS_RE.findall(text)) >= 4:
-        spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
+    if not _LETTER_RE.search(text):
+        # numbers and punctuation only: token ids if the numbers vary (a loop of
+        # "1.1.1.1" is a loop, not a dump of ids)
+        numbers = _DIGITS_RE.findall(text)
+        if len(numbers) >= 4 and len(set(numbers)) >= max(4, 0.3 * len(numbers)):
+            spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
     return {k: v for k, v in spans.items() if v}
 
 
@@ -292,7 +314,52 @@ def _longest_region(merged: list, text: str, gap_words: int = 2) -> int:
     return best
 
 
-def detect(content: str, settings, entropy: float) -> list:
+# Patterns that judge whole tokens (a random string, a mash word, a symbol soup).
+# One such token is an identifier, a key, a compound or a name, not garbling: they
+# count in tokens, and garbling is many of them (see detect). The others (bytes
+# read as text, mojibake, U+FFFD, control characters, BPE pieces, rare Unicode,
+# token ids) damage characters and count in characters.
+TOKEN_PATTERNS = ("base64_noise", "random_symbols", "keyboard_mash")
+_TOKEN_RE = re.compile(r"\S+")
+
+
+def _visible(text: str, s: int = 0, e: Optional[int] = None) -> int:
+    part = text[s:e]
+    return len(part) - sum(map(part.count, " \n\t\r"))
+
+
+def _token_junk(text: str, spans: dict, input_text: Optional[str]) -> tuple:
+    """(junk token indices, token count, token starts) for the token-level patterns;
+    a token that also occurs in the input (an identifier the summary kept) is not junk."""
+    starts, ends = [], []
+    for m in _TOKEN_RE.finditer(text):
+        starts.append(m.start())
+        ends.append(m.end())
+    junk = set()
+    for kind in TOKEN_PATTERNS:
+        for s, e in spans.get(kind, ()):
+            i = bisect.bisect_right(starts, s) - 1
+            j = bisect.bisect_left(starts, e)
+            for t in range(max(i, 0), max(j, i + 1)):
+                if t < len(starts) and starts[t] < e and ends[t] > s:
+                    junk.add(t)
+    if input_text and junk:
+        junk = {t for t in junk if text[starts[t]:ends[t]].strip(".,;:()[]{}\"'`") not in input_text}
+    return junk, len(starts), starts
+
+
+def _longest_token_run(junk: set, gap: int = 1) -> int:
+    """Junk tokens in the longest stretch of them, bridging `gap` clean tokens."""
+    best = cur = 0
+    last = None
+    for t in sorted(junk):
+        cur = cur + 1 if last is not None and t - last <= gap + 1 else 1
+        best = max(best, cur)
+        last = t
+    return best
+
+
+def detect(content: str, settings, entropy: float, input_text: Optional[str] = None) -> list:
     text = content
     if len(text) < 8:
         return []
@@ -314,24 +381,51 @@ def detect(content: str, settings, entropy: float) -> list:
                                 "decode the source as UTF-8 and re-run compaction",
                                 figures={"mojibake_sequences": mojibake_n, "entropy": entropy}))
         return findings
-    all_spans = [sp for v in spans.values() for sp in v]
-    merged = _merge(all_spans)
-    junk = sum(e - s for s, e in merged)
-    visible = max(1, len(text) - text.count(" ") - text.count("\n"))
-    share = junk / visible
-    longest = _longest_region(merged, text)
-    kinds = sorted(spans, key=lambda k: -sum(e - s for s, e in spans[k]))
-    figures = {"junk_share": round(share, 3), "junk_chars": junk, "longest_junk_run": longest,
+    visible = max(1, _visible(text))
+    # an encoded blob is not an identifier: a random token longer than
+    # garbled_identifier_max_chars, or random tokens back to back (a blob wrapped at
+    # 76 columns), count in characters
+    b64 = spans.get("base64_noise", [])
+    blob_spans = [(s, e) for i, (s, e) in enumerate(b64)
+                  if e - s > settings.garbled_identifier_max_chars
+                  or (i and s - b64[i - 1][1] <= 2) or (i + 1 < len(b64) and b64[i + 1][0] - e <= 2)]
+    if blob_spans:
+        spans["base64_noise"] = [sp for sp in b64 if sp not in blob_spans]
+        spans["encoded_blob"] = blob_spans
+    # characters: damage measured in the characters it covers
+    char_spans = [sp for k, v in spans.items() if k not in TOKEN_PATTERNS for sp in v]
+    merged = _merge(char_spans)
+    char_junk = sum(_visible(text, s, e) for s, e in merged)
+    char_share = char_junk / visible
+    char_run = _longest_region(merged, text)
+    # tokens: random strings measured in the tokens they are
+    junk_tokens, n_tokens, starts = _token_junk(text, spans, input_text)
+    tok_share = len(junk_tokens) / max(1, n_tokens)
+    tok_run = _longest_token_run(junk_tokens)
+    blob = len(junk_tokens) == 1 and n_tokens <= 3 and visible >= settings.garbled_warn_chars
+    kinds = sorted((k for k in spans if spans[k] and (k not in TOKEN_PATTERNS or junk_tokens)),
+                   key=lambda k: -sum(e - s for s, e in spans[k]))
+    share = max(char_share, tok_share)
+    figures = {"junk_share": round(share, 3), "junk_chars": char_junk, "junk_tokens": len(junk_tokens),
+               "tokens": n_tokens, "longest_junk_run": char_run, "longest_junk_tokens": tok_run,
                "patterns": kinds, "entropy": entropy}
-    enough = junk >= settings.garbled_warn_chars or (junk >= 8 and share >= settings.garbled_min_share)
-    if enough and (share >= settings.garbled_min_share or longest >= settings.garbled_min_run_chars):
-        where = "a garbage tail" if merged[-1][1] >= len(text.rstrip()) - 3 and merged[0][0] > len(text) * 0.2 else "noise"
+    by_chars = (char_junk >= settings.garbled_warn_chars or (char_junk >= 8 and char_share >= settings.garbled_min_share)) \
+        and (char_share >= settings.garbled_min_share or char_run >= settings.garbled_min_run_chars)
+    by_tokens = (len(junk_tokens) >= settings.garbled_min_tokens and tok_share >= settings.garbled_min_share) \
+        or tok_run >= settings.garbled_min_run_tokens or blob
+    if by_chars or by_tokens:
+        ends = [e for s, e in merged] + [starts[t] for t in junk_tokens]
+        firsts = [s for s, e in merged] + [starts[t] for t in junk_tokens]
+        tail = max(ends) >= len(text.rstrip()) - 200 and min(firsts) > len(text) * 0.2
+        where = "a garbage tail" if tail else "noise"
+        how = f"longest run {char_run} chars" if by_chars else f"{len(junk_tokens)} of {n_tokens} tokens"
         findings.append(Finding("garbled", f"{share:.0%} of the text is {where} ({', '.join(k.replace('_', ' ') for k in kinds[:3])}; "
-                                f"longest run {longest} chars): not language; re-run compaction, check the model and decoding",
+                                f"{how}): not language; re-run compaction, check the model and decoding",
                                 figures=figures))
-    elif junk >= settings.garbled_warn_chars or mojibake_n:
-        findings.append(Finding("noise", f"{junk} chars look like noise ({', '.join(kinds[:2]) or 'mojibake'}), "
-                                f"{share:.1%} of the text", failure=False, figures=figures))
+    elif char_junk >= settings.garbled_warn_chars or len(junk_tokens) >= 2 or mojibake_n:
+        findings.append(Finding("noise", f"{char_junk} chars and {len(junk_tokens)} tokens look like noise "
+                                f"({', '.join(kinds[:2]) or 'mojibake'}), {share:.1%} of the text", failure=False,
+                                figures=figures))
     return findings
 
 
