@@ -17,6 +17,8 @@ class Settings:
     min_summary_chars: int = 10
     # Error text stored as a summary is only believed when the whole text is short.
     max_error_text_chars: int = 4000
+    # A refusal is the whole summary only when it is at most this long.
+    max_refusal_chars: int = 600
     # The OpenClaw "No prior history." skeleton is a failure only over real history.
     skeleton_min_input_tokens: int = 20
 
@@ -66,12 +68,17 @@ class Settings:
     loop_min_copies: int = 3
     loop_min_copies_masked: int = 4
     loop_min_copies_short: int = 8
-    loop_min_copies_short_masked: int = 12
+    loop_min_unit_bytes_masked: int = 6
+    # A unit with no letter or digit (a rule, a separator, U+FFFD) only over this many bytes.
+    loop_min_bytes_symbols: int = 256
     loop_min_bytes: int = 40
     # No exact unit, but nothing new for this many bytes and this share, to the end:
     # one template repeated with a word changing.
-    loop_template_min_bytes: int = 1024
+    loop_template_min_bytes: int = 256
     loop_template_min_share: float = 0.75
+    # Copies differing only in digits, at least this share of them lines of the input
+    # (list marks aside), were picked from the history: not a loop (input known).
+    loop_lines_from_input: float = 0.5
     # Repeats that stop inside the summary: a loop only at this share and copies.
     loop_min_share: float = 0.5
     loop_min_copies_inside: int = 8
@@ -83,6 +90,12 @@ class Settings:
     # Contents remembered for staleness; past this the least recently used conversations
     # are forgotten and re-read from their store when met again (bounded memory).
     max_stale_keys: int = 200_000
+
+    # --- cut off (warning, detectors/cutoff.py) -----------------------------------
+    # A last line of prose this many words long (twice as many CJK characters) with no
+    # closing punctuation, where at least this share of the other prose lines have it.
+    cutoff_min_last_words: int = 4
+    cutoff_min_closed_share: float = 0.5
 
     # --- storms (warnings) ------------------------------------------------------
     # More than this many compactions within storm_window_minutes in one session ...

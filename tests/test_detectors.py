@@ -132,9 +132,14 @@ def test_reasons_say_what_to_do():
 def test_loop_with_a_counter_but_not_an_enumeration():
     loop = "Plan:\n" + "\n".join(f"Step {i}: The user asked to fix the build." for i in range(1, 25))
     assert kinds(loop) == ["repetition"]
-    enumeration = "Restarted:\n" + "\n".join(f"{i}. Restarted pod api-{i} in namespace prod." for i in range(1, 14))
-    assert validate(enumeration).valid
-    retries = "Log:\n" + "\n".join(f"attempt {i}/12: ERROR connection refused to db:5432" for i in range(1, 13))
-    assert validate(retries).valid
+    # Lines that differ only in their digits look the same as a loop through a counter;
+    # when the input is known and holds the lines, they were picked from it.
+    lines = [f"Restarted pod api-{i} in namespace prod." for i in range(1, 14)]
+    enumeration = "Restarted:\n" + "\n".join(f"{i}. {ln}" for i, ln in enumerate(lines, 1))
+    history = "\n".join(f"tool: kubectl rollout restart -> {ln}" for ln in lines)
+    assert validate(enumeration, input=history).valid
+    assert kinds(enumeration) == ["repetition"]          # no input: the guard cannot tell
+    retries = "\n".join(f"attempt {i}/12: ERROR connection refused to db:5432" for i in range(1, 13))
+    assert validate("Log:\n" + retries, input="user: the migration fails\ntool: " + retries).valid
     table = "| Node | Status |\n|---|---|\n" + "\n".join(f"| node-{i:02d} | OK |" for i in range(1, 15))
-    assert validate(table).valid
+    assert validate(table, input=table.replace("|", " ")).valid

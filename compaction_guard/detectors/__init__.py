@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import empty, garbled, inflation, markers, repetition
+from . import cutoff, empty, garbled, inflation, markers, repetition
 from .stale import StaleTracker
 
-__all__ = ["detect_all", "StaleTracker", "empty", "garbled", "inflation", "markers", "repetition"]
+__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "inflation", "markers", "repetition"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
@@ -26,4 +26,6 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
     findings += garbled.detect(content, settings, entropy, input_text)
     findings += repetition.detect(content, settings, input_text)
+    if not any(f.kind == "repetition" for f in findings):
+        findings += cutoff.detect(content, settings)   # a loop is cut off too; the loop says more
     return findings

@@ -28,10 +28,13 @@ REASONING_OPEN_RE = re.compile(rf"(?:{_OPEN_TAGS})", re.I)
 # A stray closing tag with no opening one: vLLM's reasoning parsers drop the
 # opening tag, so everything before the close is reasoning.
 REASONING_STRAY_CLOSE_RE = re.compile(rf"^(.*?)(?:{_CLOSE_TAGS})", re.S | re.I)
-# Plain-text reasoning headers at the very start (Qwen3.x "Thinking Process:").
+# Plain-text reasoning headers at the very start (Qwen3.x "Thinking Process:"), on a
+# line of their own, or (the named process headers only, with a colon) followed by
+# the reasoning on the same line: "Thinking Process: the user wants a summary; ...".
 THINKING_HEADER_RE = re.compile(
-    r"\A\s*(?:\*\*|#+\s*)?(?:thinking process|thinking|thought process|reasoning|"
-    r"internal reasoning|chain of thought)(?:\*\*)?\s*:?(?:\*\*)?\s*\n",
+    r"\A\s*(?:\*\*|#+\s*)?(?:(?:thinking process|thinking|thought process|reasoning|"
+    r"internal reasoning|chain of thought)(?:\*\*)?\s*:?(?:\*\*)?\s*\n|"
+    r"(?:thinking process|thought process|chain of thought)(?:\*\*)?\s*:)",
     re.I,
 )
 # Where an answer starts after plain-text reasoning.
@@ -106,8 +109,20 @@ PLACEHOLDER_PATTERNS = [
     ("null-literal", r"(?:null|none|undefined|n/?a|nan|todo|tbd|placeholder|\[\]|\{\}|\"\"|'')\.?"),
     ("empty-tag", r"<summary>\s*</summary>"),
 ]
+# A placeholder may be dressed with figures: "(no summary available) [0 messages, 1234 tokens]".
+_FIGURES_TAIL = r"(?:\s*[(\[{][^)\]}\n]{0,80}[)\]}]|\s*[-:–—]\s*[^\n]{0,40}\d[^\n]{0,40})?"
 PLACEHOLDER_RE = re.compile(
-    r"\A\s*(?:summary\s*:\s*)?(?:" + "|".join(f"(?P<{n.replace('-', '_')}>{p})" for n, p in PLACEHOLDER_PATTERNS) + r")\s*\Z",
+    r"\A\s*(?:summary\s*:\s*)?(?:" + "|".join(f"(?P<{n.replace('-', '_')}>{p})" for n, p in PLACEHOLDER_PATTERNS)
+    + r")" + _FIGURES_TAIL + r"\s*\.?\s*\Z",
+    re.I,
+)
+# "The conversation was empty" over a history that was not: a statement that there
+# was nothing, stored as the summary.
+EMPTY_STATEMENT_RE = re.compile(
+    r"\A\s*(?:summary\s*:\s*)?(?:the )?(?:conversation|history|chat|session|transcript)(?: history)? "
+    r"(?:is|was|appears to be|seems) (?:empty|blank)|"
+    r"\A\s*(?:summary\s*:\s*)?no (?:conversation|messages|history|content) (?:was |were )?(?:provided|given|found|"
+    r"to summari[sz]e)",
     re.I,
 )
 
@@ -124,33 +139,49 @@ HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?)\s*$")
 # Error text stored as the summary (LangChain's "Error generating summary: ...",
 # SDK exception strings, HTTP error pages). Only at the very start.
 # ---------------------------------------------------------------------------
+# Unambiguous shapes of error text, at the very start (up to max_error_text_chars):
+# the compactor's own failure message, a traceback, an error object, an HTML page,
+# an SDK exception.
 ERROR_START_RE = re.compile(
     r"\A\s*(?:"
     r"error generating summary|failed to (?:generate|create|produce|write) (?:a |the )?summary|"
-    r"summari[sz]ation (?:failed|error)|compaction failed|"
     r"traceback \(most recent call last\)|"
     r"\{\s*\"(?:error|detail|message)\"\s*:|"
-    r"error code: \d{3}|request failed with status(?: code)?|"
-    r"(?:http(?:/\d(?:\.\d)?)?\s+)?(?:4\d\d|5\d\d) (?:bad request|unauthorized|forbidden|not found|too many requests|"
-    r"internal server error|bad gateway|service unavailable|gateway time-?out)|"
+    r"error code: \d{3}\s*-|"
     r"<!doctype html|<html|"
     r"(?:openai|anthropic|litellm|httpx|requests)\.\w*(?:error|exception)|"
-    r"\w*(?:apierror|apiconnectionerror|ratelimiterror|timeouterror|apitimeouterror)\b|"
-    r"rate limit (?:exceeded|reached)|context_length_exceeded|"
+    r"\w*(?:apierror|apiconnectionerror|ratelimiterror|timeouterror|apitimeouterror)\s*:|"
     r"the model `?[\w./:-]+`? does not exist"
     r")",
     re.I,
 )
-# A bare "Error: ..." is error text only when it is one short statement; a summary
+# Generic error phrases are error text only as a label: the phrase, then nothing, or a
+# colon, dash or bracket with its detail, or a full stop. "404 Not Found on /api/users
+# was caused by ..." and "Compaction failed three times yesterday because ..." use
+# the phrase as the subject of a sentence: a summary about an error.
+GENERIC_ERROR_RE = re.compile(
+    r"\A\s*(?:\[?(?:fatal )?error\]?|exception|"
+    r"summari[sz]ation (?:failed|error)|compaction (?:failed|error)|"
+    r"request failed with status(?: code)? \d{3}|"
+    r"(?:http(?:/\d(?:\.\d)?)?\s+)?(?:4\d\d|5\d\d) (?:bad request|unauthorized|forbidden|not found|too many requests|"
+    r"internal server error|bad gateway|service unavailable|gateway time-?out)|"
+    r"rate limit (?:exceeded|reached)|context_length_exceeded)"
+    r"(?:\s*\Z|\s*[:\-–—(\[{]|\s*\.(?:\s|\Z))",
+    re.I,
+)
+# a generic error label is believed only in a short text
+MAX_GENERIC_ERROR_CHARS = 300
+# "Error: ..." or "Exception: ..." alone is error text only as one statement: a summary
 # may open with "Error:" and go on to say what was done about it.
-GENERIC_ERROR_RE = re.compile(r"\A\s*(?:(?:fatal )?error|exception|\[error\])\s*:\s", re.I)
+BARE_ERROR_RE = re.compile(r"\A\s*(?:\[?(?:fatal )?error\]?|exception)\s*:", re.I)
 _NEXT_SENTENCE_RE = re.compile(r"[.!?]\s+[A-Z]|\n\s*\S")
 
 # Refusals at the start, in the languages the guard is tested on.
 REFUSAL_START_RE = re.compile(
     r"\A\s*(?:"
     r"i(?:'m| am) sorry,? (?:but )?i (?:can(?:'|no)t|am unable|won't)|"
-    r"i(?:'m| am) (?:unable|not able) to|i can(?:'|no)t (?:help|assist|summari[sz]e|provide|comply)|"
+    r"i(?:'m| am) (?:unable|not able) to (?:help|assist|summari[sz]e|provide|comply|complete|fulfil+|process|do (?:that|this))\b|"
+    r"i can(?:'|no)t (?:help|assist|summari[sz]e|provide|comply)|"
     r"i apologi[sz]e,? but|sorry,? (?:but )?i can(?:'|no)t|as an ai(?: language model)?,? i|"
     r"i must decline|i won't be able to|"
     r"抱歉|对不起，我(?:无法|不能)|很抱歉|申し訳ありません|すみませんが|죄송합니다|"
@@ -161,8 +192,9 @@ REFUSAL_START_RE = re.compile(
     r")",
     re.I,
 )
-# A refusal is the whole summary only when it is short.
-MAX_REFUSAL_CHARS = 600
+# "I'm unable to reach the staging database, so ..." states a fact of the work; a
+# refusal refuses the task (to help, to summarize, to comply). It is the whole
+# summary only when it is short: Settings.max_refusal_chars.
 
 # Replacement and control characters: short noise, for the garbled detector.
 _BYTE_NOISE_RE = re.compile(r"[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
@@ -174,9 +206,11 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
     """Letters and digits; a CJK character counts 3 (it carries a word). Stops
     counting once `enough` is certain (a long summary is not read to the end)."""
     n = 0
+    i = 0
     step = 64
-    for i in range(0, len(text), 512):
+    while i < len(text):
         part = text[i:i + step]
+        i += step
         step = 512
         n += len(_INFORMATIVE_RE.findall(part))
         if not part.isascii():
@@ -184,6 +218,18 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         if n >= enough:
             break
     return n
+
+
+_LABEL_LINE_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*\s*:?|[^\W\d_][^:\n]{0,40}:)\s*$")
+
+
+def _headings_only(text: str) -> bool:
+    """Headings or labels ("## Decisions", "**Summary:**", "Open TODOs:") and nothing
+    else: a summary cut off before its first line of content."""
+    if len(text) > 400:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and all(_LABEL_LINE_RE.match(ln) for ln in lines)
 
 
 def _is_skeleton(text: str) -> bool:
@@ -226,14 +272,25 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
             return findings
     if len(stripped) <= settings.max_error_text_chars:
         m = ERROR_START_RE.match(stripped) or (
-            len(stripped) <= 300 and GENERIC_ERROR_RE.match(stripped) and not _NEXT_SENTENCE_RE.search(stripped))
+            len(stripped) <= MAX_GENERIC_ERROR_CHARS and GENERIC_ERROR_RE.match(stripped)
+            and not (BARE_ERROR_RE.match(stripped) and _NEXT_SENTENCE_RE.search(stripped)))
         if m:
             findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
                                     "fix the summarizer's provider and re-run compaction"))
             return findings
-    if len(stripped) <= MAX_REFUSAL_CHARS and REFUSAL_START_RE.match(stripped):
+    if len(stripped) <= settings.max_refusal_chars and REFUSAL_START_RE.match(stripped):
         findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); "
                                 "re-run with another model or the aggressive prompt"))
+        return findings
+    if len(stripped) <= 300 and EMPTY_STATEMENT_RE.match(stripped) and (
+            input_tokens is None or input_tokens >= settings.skeleton_min_input_tokens):
+        size = f"{input_tokens} tokens of history" if input_tokens is not None else "history of unknown size"
+        findings.append(Finding("empty", f"the summary says there was nothing ({stripped[:60]!r}) over {size}; "
+                                "the summarizer got no messages, re-run compaction"))
+        return findings
+    if _headings_only(stripped):
+        findings.append(Finding("empty", f"headings with nothing under them ({stripped[:60]!r}): the summary was cut "
+                                "off before any content, re-run compaction with a larger max_tokens"))
         return findings
     if _is_skeleton(stripped):
         if input_tokens is not None and input_tokens < settings.skeleton_min_input_tokens:

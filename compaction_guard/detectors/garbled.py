@@ -386,9 +386,13 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
     # garbled_identifier_max_chars, or random tokens back to back (a blob wrapped at
     # 76 columns), count in characters
     b64 = spans.get("base64_noise", [])
+    def wrapped(a, b):     # two random lines of one blob: only a line break between them
+        gap = text[a[1]:b[0]]
+        return 0 < len(gap) <= 2 and gap.isspace()
+
     blob_spans = [(s, e) for i, (s, e) in enumerate(b64)
                   if e - s > settings.garbled_identifier_max_chars
-                  or (i and s - b64[i - 1][1] <= 2) or (i + 1 < len(b64) and b64[i + 1][0] - e <= 2)]
+                  or (i and wrapped(b64[i - 1], (s, e))) or (i + 1 < len(b64) and wrapped((s, e), b64[i + 1]))]
     if blob_spans:
         spans["base64_noise"] = [sp for sp in b64 if sp not in blob_spans]
         spans["encoded_blob"] = blob_spans

@@ -45,6 +45,7 @@ from typing import Optional
 from ..findings import Finding
 
 _DIGITS_RE = re.compile(r"\d+")
+_ALNUM_RE = re.compile(r"[^\W_]")
 _WS_RE = re.compile(r"\s+")
 
 
@@ -158,26 +159,32 @@ def period(data: bytes, start: int, length: int, settings) -> tuple:
     if not p:
         return b"", 0, start
     # whole copies, a last one missing at most a quarter of its bytes (stripped space, cut)
-    return data[at - p:at], int(covered / p + 0.25), end
+    return _rotate(data[at - p:at]), int(covered / p + 0.25), end
+
+
+def _rotate(unit: bytes) -> bytes:
+    """The same unit, starting at a word (after a space) or at least at a character:
+    a loop's copies can be read from any point, a person reads them from a word."""
+    i = unit.find(b" ") + 1
+    if not 0 < i < len(unit):
+        i = next((k for k, b in enumerate(unit) if not 0x80 <= b < 0xC0), 0)
+    return unit[i:] + unit[:i]
 
 
 def _enough(copies: int, unit: bytes, masked: bool, settings) -> bool:
     """Enough copies for a loop. A unit of the seed's 20+ characters: loop_min_copies
     word for word, or loop_min_copies_masked with only digits changing. A shorter unit
-    (a word, a character, a separator): loop_min_copies_short word for word, or
-    loop_min_copies_short_masked with only digits changing if it holds a letter (a
-    counter loop, `prjer_2382`, `prjer_2383`, ...; a list of bare numbers is data), and
-    loop_min_bytes in all."""
+    (a word, a character, a separator, a counter line): loop_min_copies_short and
+    loop_min_bytes in all; with only digits changing it must be at least
+    loop_min_unit_bytes_masked long (`prjer_2382`, `- [17:54] 14.`): a list of bare
+    numbers (`22, 80, 443, ...`) is data."""
+    if not _ALNUM_RE.search(unit.decode("utf-8", "ignore")) and copies * len(unit) < settings.loop_min_bytes_symbols:
+        return False        # a rule, a separator line, U+FFFD: formatting or noise, unless it runs on
     if len(unit) >= settings.loop_min_unit_bytes:
         return copies >= (settings.loop_min_copies_masked if masked else settings.loop_min_copies)
-    if copies * len(unit) < settings.loop_min_bytes:
+    if copies < settings.loop_min_copies_short or copies * len(unit) < settings.loop_min_bytes:
         return False
-    if masked:
-        return copies >= settings.loop_min_copies_short_masked and _LETTER_RE.search(unit.decode("utf-8", "ignore")) is not None
-    return copies >= settings.loop_min_copies_short
-
-
-_LETTER_RE = re.compile(r"[^\W\d_]")
+    return not masked or len(unit) >= settings.loop_min_unit_bytes_masked
 
 
 def _explained_by_input(unit: bytes, copies: int, input_text: Optional[str]) -> bool:
@@ -188,6 +195,39 @@ def _explained_by_input(unit: bytes, copies: int, input_text: Optional[str]) -> 
         return False
     reps = max(2, min(copies, -(-64 // len(unit))))
     return unit * reps in normalize(input_text)
+
+
+def _word_for_word(content: str, settings) -> bool:
+    """Whether the text ends in a loop with its digits kept."""
+    raw = normalize(content, mask_digits=False)
+    nov = measure(raw, settings)
+    if nov.final is None:
+        return False
+    unit, copies, end = period(raw, nov.final.start, nov.final.length, settings)
+    return end >= len(raw) and _enough(copies, unit, False, settings)
+
+
+_ITEM_MARK_RE = re.compile(r"^\s*(?:[-*+•]\s*|\d+[.)]\s*|#+\s*)*")
+
+
+def _lines_from_input(content: str, share: float, input_text: Optional[str], settings) -> bool:
+    """Copies that differ only in their digits, whose lines are lines of the input
+    (list marks aside), are what the summarizer picked from the history (a list of
+    services with their latencies): not a loop. A looping model writes lines of its
+    own in the shape of the history's (`17:33:17 - web-5: - No error.`), not its lines."""
+    if not input_text:
+        return False
+    def cells(text: str) -> str:        # table pipes and spacing aside
+        return _WS_RE.sub(" ", text.replace("|", " ")).strip()
+
+    tail = content[-max(1, int(len(content) * share)):]
+    lines = [cells(_ITEM_MARK_RE.sub("", ln)) for ln in tail.splitlines()]
+    lines = [ln for ln in lines if len(ln) >= 8]
+    if len(lines) < 2:
+        return False
+    source = cells(input_text)
+    # distinct lines: one input sentence repeated with a counter is still a loop
+    return len({ln for ln in lines if ln in source}) >= settings.loop_lines_from_input * len(lines)
 
 
 def _describe(unit: bytes) -> str:
@@ -207,20 +247,22 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         at_end = at_end or (copies > 0 and end >= len(data))
         looped = copies * len(unit)
         share = looped / len(data)
+        masked = False       # decided on copies with digits set aside
         if not copies:
             loop = False
         elif at_end:
-            loop = _enough(copies, unit, True, settings)
+            loop = masked = _enough(copies, unit, True, settings)
             if not loop and _enough(copies, unit, False, settings):
                 # enough copies only if they are word for word: are they, digits included?
                 # (three lines that differ in a version number are a list, not a loop)
-                raw = normalize(content, mask_digits=False)
-                rnov = measure(raw, settings)
-                if rnov.final is not None and rnov.final.length >= settings.loop_block_bytes:
-                    runit, rcopies, rend = period(raw, rnov.final.start, rnov.final.length, settings)
-                    loop = rend >= len(raw) and _enough(rcopies, runit, False, settings)
+                loop = _word_for_word(content, settings)
         else:
-            loop = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
+            loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
+        if loop and masked and _lines_from_input(content, share, input_text, settings) \
+                and not _word_for_word(content, settings):
+            return [Finding("repetitive", f"{_describe(unit)!r} repeated {copies} times with only its numbers "
+                            "changing, each a line of the input: picked from the history", failure=False,
+                            figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})]
         what = f"{_describe(unit)!r} repeated {copies} times"
         if not loop and at_end and stretch.length >= settings.loop_template_min_bytes \
                 and stretch.length >= settings.loop_template_min_share * len(data):

@@ -154,6 +154,9 @@ def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
         if not f.failure and f.kind in WARNING_KINDS:
             kinds.add(f.kind)
             reasons.setdefault(f.kind, f.reason)
+        if f.kind == "repetition" and f.figures.get("runs_to_end"):
+            kinds.add("cut_off")        # a loop that runs to the end was cut off, and says why
+            reasons.setdefault("cut_off", f.reason)
     return kinds, reasons
 
 

@@ -1,0 +1,97 @@
+"""cut_off (warning): a summary that stops where no writer would stop.
+
+A summarizer that hits max_tokens leaves no marker; its text just stops. What the
+stop leaves behind, each a named sign:
+- `unclosed-wrapper`: a wrapper the summary opened and never closed: `<summary>`
+  (or `<analysis>`, `<state_snapshot>`) without its closing tag, a code fence left open;
+- `dangling-punctuation`: the text ends on a comma, a colon, an opening bracket or
+  quote, a dash or a conjunction sign (`&`, `+`, `=`, `→`), where a clause must go on;
+- `mid-sentence`: the last line is prose (at least `cutoff_min_last_words` words,
+  or as many CJK characters twice over) without the closing punctuation that the
+  summary's other sentences have (at least `cutoff_min_closed_share` of them end so).
+  Lists, headings, tables and identifiers end without a full stop and are left alone;
+- `short-item`: the last line starts like earlier lines (its first two words, digits
+  set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as long as the
+  shortest of them: a list item or log line cut mid-way.
+A warning, not a failure: what was written before the stop may be a good summary.
+"""
+from __future__ import annotations
+
+import re
+
+from ..findings import Finding
+from ..tokens import CJK_CLASS
+
+_WRAPPERS = ("summary", "analysis", "state_snapshot", "conversation_summary")
+_OPEN_TAG_RE = re.compile(r"<(%s)>" % "|".join(_WRAPPERS), re.I)
+_FENCE_RE = re.compile(r"^\s*(```|~~~)", re.M)
+# where a clause must go on
+_DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
+# sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)
+_CLOSED_RE = re.compile(r"[.!?。！？…؟।](?:[\"'”’»)\]）」』*_`]*)$")
+_LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
+_CJK_RE = re.compile(f"[{CJK_CLASS}]")
+
+
+_INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
+
+
+def _closes_sentences(lines: list, last: str) -> bool:
+    """Whether the writer closes sentences: at least cutoff_min_closed_share of the
+    earlier prose lines end with closing punctuation, or (one line) the last line
+    has a closed sentence inside it."""
+    prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or len(_CJK_RE.findall(ln)) >= 10)]
+    if not prose:
+        return _INNER_END_RE.search(last) is not None, 1.0
+    return True, sum(1 for ln in prose if _CLOSED_RE.search(ln)) / len(prose)
+
+
+_DIGIT_RE = re.compile(r"\d+")
+
+
+def _head(line: str) -> str:
+    return " ".join(_DIGIT_RE.sub("0", line).split()[:2])
+
+
+def _short_item(text: str):
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return None
+    last = lines[-1]
+    head = _head(last)
+    peers = [len(ln) for ln in lines[:-1] if _head(ln) == head] if head else []
+    if len(peers) >= 2 and len(last) < 0.5 * min(peers):
+        return ("short-item", f"its last line stops where earlier lines like it go on ({last[-40:]!r})")
+    return None
+
+
+def detect(content: str, settings) -> list:
+    text = content.rstrip()
+    if len(text) < 40:
+        return []
+    sign = None
+    opened = _OPEN_TAG_RE.search(text)
+    if opened and f"</{opened.group(1).lower()}>" not in text.lower():
+        sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
+    elif len(_FENCE_RE.findall(text)) % 2 == 1:
+        sign = ("unclosed-wrapper", "a code fence is never closed")
+    elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")):
+        sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
+    else:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        last = lines[-1]
+        words = len(last.split())
+        cjk = len(_CJK_RE.findall(last))
+        long_prose = (words >= settings.cutoff_min_last_words or cjk >= 2 * settings.cutoff_min_last_words) \
+            and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
+        if long_prose and not _CLOSED_RE.search(last):
+            closes, share = _closes_sentences(lines[:-1], last)
+            if closes and share >= settings.cutoff_min_closed_share:
+                sign = ("mid-sentence", f"its last sentence stops mid-way ({last[-40:]!r})")
+    if not sign:
+        sign = _short_item(text)
+    if not sign:
+        return []
+    name, what = sign
+    return [Finding("cut_off", f"the summary looks cut off: {what}; the summarizer may have hit max_tokens, "
+                    "raise it or lower the target", failure=False, figures={"sign": name})]
