@@ -40,8 +40,8 @@ def build_lcm(home):
     s1 = b.summary(c1, GOOD_A, messages=m1, sid="sum_00000000000000a1")
     s2 = b.summary(c1, GOOD_B, messages=m2, sid="sum_00000000000000a2")
     b.summary(c1, GOOD_C, parents=[s1, s2], sid="sum_00000000000000a3")
-    m3 = b.messages(c1, HISTORY[20:23])
-    b.summary(c1, " ".join(HISTORY[20:23]) + "\n" + " ".join(HISTORY[:6]), messages=m3, sid="sum_00000000000000a4")  # inflation
+    m3 = b.messages(c1, HISTORY[20:21])
+    b.summary(c1, "\n\n".join([GOOD_A, GOOD_B, GOOD_C]), messages=m3, sid="sum_00000000000000a4")  # inflation
     m4 = b.messages(c1, HISTORY[23:30])
     b.summary(c1, "\n".join(HISTORY[23:25]) + "\n[Truncated from 1842 tokens]", messages=m4,
               model="emergency-fallback", sid="sum_00000000000000a5")
