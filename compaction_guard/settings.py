@@ -56,9 +56,12 @@ class Settings:
     # --- repetition (detectors/repetition.py: novelty measured by zlib) ---------
     # Digits set aside and whitespace collapsed, the text goes through zlib in blocks
     # of this many bytes; a block adding at most loop_block_max_novelty of its size
-    # only copies recent text (loops measure 0.25, prose 0.6-1.3 in every script).
-    loop_block_bytes: int = 32
-    loop_block_max_novelty: float = 0.45
+    # only copies recent text (loops measure 0.03-0.05, prose 0.3-0.6 in every script).
+    loop_block_bytes: int = 256
+    loop_block_max_novelty: float = 0.15
+    # The last bytes of the text, where a loop that ran to max_tokens ends, are read
+    # for a repeating unit directly.
+    loop_tail_bytes: int = 192
     # A stretch that runs to the end (looped until max_tokens) is a loop when its unit
     # of at least loop_min_unit_bytes (the seed's 20-character phrase) stands
     # loop_min_copies times word for word, or loop_min_copies_masked times with only

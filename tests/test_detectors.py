@@ -63,7 +63,6 @@ def test_inflation_from_input_tokens():
     "ĠThe Ġuser Ġasked Ġfor Ġthe Ġweekly Ġreport ĊĠand ĠI Ġsent Ġit",
     "1012 2003 1996 3231 2005 1037 4638 2000 1996 2136 3094 1012 2057 2081 1037 2047 4638",
     "x7#Kp!q2@Lm9$ vB&w3*Zr^ 8(Tq)Nf+ 2{Hs}Jd= k|Y4<eR> 9~Ua`Wc; 0?Xg,Pm: i%Ob&5Lq",
-    "sdfkjh qwrtzp lkjhgf mnbvcx asdfghjkl zxcvbnm poiuyt werwqeqewq",
 ])
 def test_garbled_forms(noise):
     assert kinds(noise) == ["garbled"]
@@ -143,3 +142,35 @@ def test_loop_with_a_counter_but_not_an_enumeration():
     assert validate("Log:\n" + retries, input="user: the migration fails\ntool: " + retries).valid
     table = "| Node | Status |\n|---|---|\n" + "\n".join(f"| node-{i:02d} | OK |" for i in range(1, 15))
     assert validate(table, input=table.replace("|", " ")).valid
+
+
+def _issue9_examples():
+    import yaml
+    from pathlib import Path
+    return yaml.safe_load(open(Path(__file__).parent / "data" / "issue9_examples.yaml", encoding="utf-8"))
+
+
+@pytest.mark.parametrize("ex", _issue9_examples(), ids=lambda ex: ex["id"])
+def test_issue9_forms(ex):
+    """The good texts issue #9 reported as false alarms are valid; the failures it reported
+    as missed are found, with a reason that names them."""
+    r = validate(ex["text"].rstrip("\n"))
+    assert sorted(r.failures) == sorted(ex["expect"]), r.reasons
+    for kind in ex["expect"]:
+        assert r.reasons[kind]
+
+
+def test_garbled_share_never_exceeds_the_text():
+    r = validate('{"작업": "x", "ids": "' + " ".join(["@#$%^&*"] * 40) + '"}')
+    for f in r.findings:
+        if "junk_share" in f.figures:
+            assert 0 <= f.figures["junk_share"] <= 1
+
+
+def test_cut_off_is_a_warning_named_so():
+    r = validate("The user asked for the migration plan. We agreed on Sunday night and the rollback script is ready. "
+                 "Next the team will check the replica lag and then")
+    assert r.valid and any(w.startswith("cut_off:") for w in r.warnings)
+    r = validate("<summary>\nThe user migrated 412 sessions to SQLite; the index on updated_at is still to do.")
+    assert r.valid and any("never closed" in w for w in r.warnings)
+    assert not any(w.startswith("cut_off") for w in validate(ENGLISH).warnings)

@@ -1,0 +1,150 @@
+"""Detector cost on one core, whatever the content, side by side with the seed's literal rules.
+
+    python3 benchmarks/bench_detectors.py           # 10 MB single summaries, a 20,000-summary file
+    python3 benchmarks/bench_detectors.py --quick   # 2 MB summaries, 5,000 summaries
+
+Every measurement runs in a fresh interpreter pinned to one core (sched_setaffinity);
+wall seconds and peak RSS (VmHWM) are read there. Inputs are real text: human text
+(tests/corpus/real/human.jsonl, the one mojibake page left out) and real model
+outputs, plus the hand-written corpus's summaries for the mixed file.
+
+One summary of each shape: good summaries concatenated (their digits varied, so it
+does not repeat itself), Chinese and Japanese text, random printable characters, a
+loop. Targets (issue #9): at most 0.5 s per MB and under 150 MB peak for a 10 MB
+summary; on the mixed file, at most half the literal rules' time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT / "tests" / "corpus" / "real"
+
+ONE_SUMMARY = r"""
+import os, sys, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+sys.path.insert(0, sys.argv[3])
+text = open(sys.argv[2], encoding="utf-8").read()
+t = time.perf_counter()
+if sys.argv[1] == "guard":
+    from compaction_guard import validate
+    verdict = validate(text).failures
+else:
+    from compaction_guard.seed_rules import validate_summary
+    verdict = validate_summary(text, 0)
+seconds = time.perf_counter() - t
+peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
+print(seconds, int(peak) / 1024, ",".join(verdict))
+"""
+
+MANY = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+sys.path.insert(0, sys.argv[3])
+t = time.perf_counter()
+if sys.argv[1] == "guard":
+    from compaction_guard.check import iter_results
+    from compaction_guard.stores import load_file
+    records = load_file(sys.argv[2])
+    failing = sum(1 for r in iter_results(records.records(None), workers=1)
+                  if not r.valid)
+else:
+    from compaction_guard.seed_rules import validate_summary
+    recs = json.load(open(sys.argv[2], encoding="utf-8"))
+    failing = sum(1 for r in recs if validate_summary(r["content"], len(r.get("input") or "") // 4))
+seconds = time.perf_counter() - t
+peak = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]
+print(seconds, int(peak) / 1024, failing)
+"""
+
+
+def run(script: str, *args) -> tuple:
+    p = subprocess.run([sys.executable, "-c", script, *map(str, args), str(ROOT)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"benchmark run failed: {p.stderr.strip()[-400:]}")
+    seconds, peak, verdict = p.stdout.split(maxsplit=2) if len(p.stdout.split()) > 2 else (*p.stdout.split(), "")
+    return float(seconds), float(peak), verdict.strip()
+
+
+def summaries(mb: float, rng: random.Random) -> dict:
+    human = [r for r in map(json.loads, open(REAL / "human.jsonl", encoding="utf-8")) if r["id"] != "man-es-fakeroot-sysv.1"]
+    size = int(mb * 1e6)
+
+    def fill(texts, sep, vary=True):
+        parts, n, i = [], 0, 0
+        while n < size:
+            t = re.sub(r"\d", lambda m: str(rng.randrange(10)), texts[i % len(texts)]) if vary else texts[i % len(texts)]
+            parts.append(t)
+            n += len(t.encode()) + len(sep)
+            i += 1
+        return sep.join(parts)
+
+    cjk = [r["text"] for r in human if r["lang"] in ("zh", "ja", "zh-tw")]
+    alphabet = [chr(c) for c in range(33, 127)] + [" "] * 12 + ["\n"]
+    return {
+        "good summaries concatenated": fill([r["text"] for r in human], "\n\n"),
+        "Chinese and Japanese text": fill(cjk, "\n", vary=False),
+        "random printable characters": "".join(rng.choice(alphabet) for _ in range(size)),
+        "a loop until max_tokens": "The user asked about the build. " + "It failed again at step 3, so we retried it. " * (size // 46),
+    }
+
+
+def mixed_file(n: int, rng: random.Random, path: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+    from evaluate import all_items   # noqa: E402  (the evaluation's sets: real data and the hand-written corpus)
+    items = all_items()
+    good = [it for it in items if not any(v for k, v in it.truth.items() if k != "cut_off")]
+    bad = [it for it in items if any(v for k, v in it.truth.items() if k != "cut_off")]
+    recs = []
+    for i in range(n):       # a store as users have it: mostly good summaries, one in ten broken
+        it = rng.choice(bad) if rng.random() < 0.1 else rng.choice(good)
+        recs.append({"id": f"{it.set}/{it.id}#{i}", "content": it.content, "input": it.input_text})
+    path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    mb, n = (2, 5000) if args.quick else (10, 20000)
+    rng = random.Random(9)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        print(f"one summary of ~{mb} MB, one core (fresh interpreter each)")
+        print(f"{'shape':<30}{'MB':>6}  {'guard s':>8}{'s/MB':>7}{'peak MB':>9}  {'seed s':>8}{'s/MB':>7}{'peak MB':>9}  guard verdict")
+        worst = 0.0
+        for name, text in summaries(mb, rng).items():
+            p = tmp / "summary.txt"
+            p.write_text(text, encoding="utf-8")
+            size = p.stat().st_size / 1e6
+            g = run(ONE_SUMMARY, "guard", p)
+            s = run(ONE_SUMMARY, "seed", p)
+            worst = max(worst, g[0] / size)
+            print(f"{name:<30}{size:>6.1f}  {g[0]:>8.2f}{g[0] / size:>7.3f}{g[1]:>9.0f}  {s[0]:>8.2f}{s[0] / size:>7.3f}"
+                  f"{s[1]:>9.0f}  {g[2] or 'valid'}")
+        print(f"worst guard cost: {worst:.3f} s/MB (target <= 0.5)")
+        path = tmp / "mixed.json"
+        mixed_file(n, rng, path)
+        t0 = time.perf_counter()
+        g = run(MANY, "guard", path)
+        s = run(MANY, "seed", path)
+        print(f"\n{n} summaries, one in ten broken (real model outputs, human text, hand-written corpus; "
+              f"{path.stat().st_size / 1e6:.1f} MB with their inputs), one core, loading included:")
+        print(f"  guard {g[0]:.2f} s, peak {g[1]:.0f} MB, {g[2]} failing")
+        print(f"  seed  {s[0]:.2f} s, peak {s[1]:.0f} MB, {s[2]} failing")
+        print(f"  guard / seed time: {g[0] / s[0]:.2f} (target <= 0.5)   [{time.perf_counter() - t0:.0f} s]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
