@@ -79,6 +79,9 @@ class Settings:
     # one template repeated with a word changing.
     loop_template_min_bytes: int = 256
     loop_template_min_share: float = 0.75
+    # ... measured again in finer blocks when the coarse ones find a shorter stretch.
+    loop_fine_block_bytes: int = 64
+    loop_fine_max_novelty: float = 0.3
     # Copies differing only in digits, at least this share of them lines of the input
     # (list marks aside), were picked from the history: not a loop (input known).
     loop_lines_from_input: float = 0.5

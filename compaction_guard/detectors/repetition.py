@@ -73,10 +73,10 @@ class Novelty:
     final: Optional[Stretch]    # the stretch that reaches the end of the text, if any
 
 
-def measure(data: bytes, settings) -> Novelty:
+def measure(data: bytes, settings, block: Optional[int] = None, max_novelty: Optional[float] = None) -> Novelty:
     """Novelty profile of normalized bytes (see module doc); one zlib pass."""
-    block = settings.loop_block_bytes
-    limit = settings.loop_block_max_novelty * block
+    block = block or settings.loop_block_bytes
+    limit = (max_novelty or settings.loop_block_max_novelty) * block
     comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
     total = 0
     longest = None
@@ -237,50 +237,57 @@ def _describe(unit: bytes) -> str:
     return unit[:200].decode("utf-8", "ignore").strip()[:50]
 
 
+def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: Optional[str]):
+    """(loop?, unit, copies, at_end, share, finding-or-None) for one candidate stretch."""
+    unit, copies, end = period(data, stretch.start, stretch.length, settings)
+    if not copies:
+        return False, unit, 0, False, 0.0, None
+    at_end = end >= len(data)
+    share = copies * len(unit) / len(data)
+    if at_end:
+        loop = masked = _enough(copies, unit, True, settings)
+        if not loop and _enough(copies, unit, False, settings):
+            # enough copies only if they are word for word: are they, digits included?
+            # (three lines that differ in a version number are a list, not a loop)
+            loop = _word_for_word(content, settings)
+    else:
+        loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
+    if loop and masked and _lines_from_input(content, share, input_text, settings) \
+            and not _word_for_word(content, settings):
+        return False, unit, copies, at_end, share, Finding(
+            "repetitive", f"{_describe(unit)!r} repeated {copies} times with only its numbers changing, each a line "
+            "of the input: picked from the history", failure=False,
+            figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})
+    return loop, unit, copies, at_end, share, None
+
+
 def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     data = normalize(content)
-    if len(data) < settings.loop_min_bytes:
+    n = len(data)
+    if n < settings.loop_min_bytes:
         return []
     nov = measure(data, settings)
+    # Candidates. The end first: a loop stops only at max_tokens, so its unit is read
+    # right there; a loop's last bytes stand one unit earlier too, so if they do not,
+    # no loop ends here. Then a long stretch inside the text.
+    ends_repeating = 0 <= data.find(data[-12:], max(0, n - 12 - settings.loop_max_unit_bytes), n - 1) < n - 12
+    candidates = []
+    if ends_repeating:
+        tail = min(n, settings.loop_tail_bytes)
+        candidates.append(Stretch(n - tail, tail))
+        if nov.final is not None:
+            candidates.append(nov.final)
+    if nov.longest is not None and nov.longest is not nov.final and nov.longest.length >= settings.loop_min_share * n:
+        candidates.append(nov.longest)
     warn = None
-    # the end first: a loop stops only at max_tokens, so its unit is read right there
-    tail = min(len(data), settings.loop_tail_bytes)
-    n = len(data)
-    # (a loop's last bytes stand one unit earlier too: if they do not, no loop ends here)
-    ends_repeating = data.find(data[-12:], max(0, n - 12 - settings.loop_max_unit_bytes), n - 1) < n - 12
-    for stretch in (Stretch(n - tail, tail) if ends_repeating else None, nov.final, nov.longest):
-        if stretch is None:
-            continue
-        unit, copies, end = period(data, stretch.start, stretch.length, settings)
-        at_end = copies > 0 and end >= len(data)
+    for stretch in candidates:
+        loop, unit, copies, at_end, share, note = _verdict(content, data, stretch, settings, input_text)
+        if note is not None:
+            return [note]
         looped = copies * len(unit)
-        share = looped / len(data)
-        masked = False       # decided on copies with digits set aside
-        if not copies:
-            loop = False
-        elif at_end:
-            loop = masked = _enough(copies, unit, True, settings)
-            if not loop and _enough(copies, unit, False, settings):
-                # enough copies only if they are word for word: are they, digits included?
-                # (three lines that differ in a version number are a list, not a loop)
-                loop = _word_for_word(content, settings)
-        else:
-            loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
-        if loop and masked and _lines_from_input(content, share, input_text, settings) \
-                and not _word_for_word(content, settings):
-            return [Finding("repetitive", f"{_describe(unit)!r} repeated {copies} times with only its numbers "
-                            "changing, each a line of the input: picked from the history", failure=False,
-                            figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})]
-        what = f"{_describe(unit)!r} repeated {copies} times"
-        if not loop and at_end and stretch.length >= settings.loop_template_min_bytes \
-                and stretch.length >= settings.loop_template_min_share * len(data):
-            # one template over and over, a word changing (`**Elsa: I'm a server.`,
-            # `**Kai: I'm a server.`): no exact unit, but nothing new for a long way
-            loop, looped, share = True, stretch.length, stretch.length / len(data)
-            unit = data[stretch.start:stretch.start + 48]
-            what = f"text like {_describe(unit)!r} repeated with only a few words changing"
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
                    "loop_share": round(share, 3), "runs_to_end": at_end, "compression_ratio": nov.ratio}
+        what = f"{_describe(unit)!r} repeated {copies} times"
         if loop and _explained_by_input(unit, copies, input_text):
             return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
         if loop:
@@ -291,4 +298,19 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         if warn is None and copies >= 2 and looped >= settings.loop_warn_bytes:
             warn = Finding("repetitive", f"{what} back to back ({share:.0%} of the summary)", failure=False,
                            figures=figures)
+    final = nov.final
+    if final is not None and final.length < settings.loop_template_min_share * n:
+        # the coarse blocks may miss the start of a short text's stretch: measure finely
+        fine = measure(data, settings, settings.loop_fine_block_bytes, settings.loop_fine_max_novelty).final
+        final = fine if fine is not None and fine.length > final.length else final
+    if final is not None and final.length >= max(settings.loop_template_min_bytes, settings.loop_template_min_share * n):
+        # one template over and over, a word changing (`**Elsa: I'm a server.`, `**Kai: I'm
+        # a server.`): no exact unit, but nothing new for a long way, up to the end
+        unit = data[final.start:final.start + 48]
+        figures = {"unit": _describe(unit), "loop_bytes": final.length, "loop_share": round(final.length / n, 3),
+                   "runs_to_end": True, "compression_ratio": nov.ratio}
+        if not _explained_by_input(unit[:32], 2, input_text):
+            return [Finding("repetition", f"text like {_describe(unit)!r} repeated with only a few words changing, "
+                            f"{final.length / n:.0%} of the summary, to the end (the model looped until max_tokens); "
+                            "retry with a repetition penalty or a smaller max_tokens", figures=figures)]
     return [warn] if warn else []
