@@ -54,7 +54,7 @@ def _head(line: str) -> str:
 
 
 def _short_item(text: str):
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in text[-2000:].splitlines()[-12:] if ln.strip()]
     if len(lines) < 3:
         return None
     last = lines[-1]
@@ -78,7 +78,8 @@ def detect(content: str, settings) -> list:
     elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")):
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
     else:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        # the end is what matters: the last lines, and how the lines before them end
+        lines = [ln.strip() for ln in text[-4000:].splitlines() if ln.strip()]
         last = lines[-1]
         words = len(last.split())
         cjk = len(_CJK_RE.findall(last))

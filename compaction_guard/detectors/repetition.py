@@ -77,7 +77,7 @@ def measure(data: bytes, settings, block: Optional[int] = None, max_novelty: Opt
     """Novelty profile of normalized bytes (see module doc); one zlib pass."""
     block = block or settings.loop_block_bytes
     limit = (max_novelty or settings.loop_block_max_novelty) * block
-    comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15, 6)   # memLevel 6: a cheap object for short texts
     total = 0
     longest = None
     run_start = -1
@@ -299,8 +299,8 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             warn = Finding("repetitive", f"{what} back to back ({share:.0%} of the summary)", failure=False,
                            figures=figures)
     final = nov.final
-    if final is not None and final.length < settings.loop_template_min_share * n:
-        # the coarse blocks may miss the start of a short text's stretch: measure finely
+    if final is not None and final.length < settings.loop_template_min_share * n <= 4 * settings.loop_template_min_bytes:
+        # in a short text the coarse blocks may miss the start of the stretch: measure finely
         fine = measure(data, settings, settings.loop_fine_block_bytes, settings.loop_fine_max_novelty).final
         final = fine if fine is not None and fine.length > final.length else final
     if final is not None and final.length >= max(settings.loop_template_min_bytes, settings.loop_template_min_share * n):
