@@ -228,8 +228,11 @@ def _headings_only(text: str) -> bool:
     else: a summary cut off before its first line of content."""
     if len(text) > 400:
         return False
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return bool(lines) and all(_LABEL_LINE_RE.match(ln) for ln in lines)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
+    # loop (repetition), not an empty summary
+    masked = {re.sub(r"\d+", "0", ln) for ln in lines}
+    return bool(lines) and len(masked) == len(lines) and all(_LABEL_LINE_RE.match(ln) for ln in lines)
 
 
 def _is_skeleton(text: str) -> bool:

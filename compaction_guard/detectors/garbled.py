@@ -207,10 +207,11 @@ def _spans(text: str, settings) -> dict:
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
                                    and not _balanced_brackets(text[s:e])] + _random_windows(text)
     if not _LETTER_RE.search(text):
-        # numbers and punctuation only: token ids if the numbers vary (a loop of
-        # "1.1.1.1" is a loop, not a dump of ids)
-        numbers = _DIGITS_RE.findall(text)
-        if len(numbers) >= 4 and len(set(numbers)) >= max(4, 0.3 * len(numbers)):
+        # numbers only: token ids if they are bare integers, most of the tokens, and vary
+        # (a loop of "1.1.1.1" is a loop; "1. 16:10:11" lines are a list of times)
+        tokens = text.replace(",", " ").split()
+        numbers = [t for t in tokens if t.isdigit()]
+        if len(numbers) >= 4 and len(numbers) >= 0.6 * len(tokens) and len(set(numbers)) >= max(4, 0.3 * len(numbers)):
             spans["token_ids"] = spans.get("token_ids", []) + [(0, len(text))]
     return {k: v for k, v in spans.items() if v}
 
@@ -421,6 +422,12 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
     if not tot["kinds"] and not tot["mojibake"]:
         return []
     findings = []
+    lost = text.count("\ufffd") if "replacement_chars" in tot["kinds"] else 0
+    if lost >= settings.garbled_min_replacement_chars:
+        i = text.find("\ufffd")
+        return [Finding("garbled", f"{lost} U+FFFD replacement characters (like {text[max(0, i - 12):i + 4]!r}): bytes "
+                        "that were not valid UTF-8 were lost when the summary was decoded; re-run compaction, check "
+                        "the model's output decoding", figures={"replacement_chars": lost, "entropy": entropy})]
     # Mojibake makes nearly every non-ASCII character part of a sequence; a summary
     # that quotes one ("MÃ¼nchen" instead of "München") keeps its own good ones.
     if tot["mojibake"] >= settings.mojibake_min_sequences and tot["moji_chars"] >= 0.5 * tot["non_ascii"]:
