@@ -17,8 +17,12 @@ class Settings:
     min_summary_chars: int = 10
     # Error text stored as a summary is only believed when the whole text is short.
     max_error_text_chars: int = 4000
-    # A refusal is the whole summary only when it is at most this long.
+    # A refusal is the whole summary only when it is at most this long ...
     max_refusal_chars: int = 600
+    # ... an error label alone ("404 Not Found", "Compaction failed: ...") this long ...
+    max_generic_error_chars: int = 300
+    # ... a placeholder or "the conversation was empty" this long.
+    max_placeholder_chars: int = 300
     # The OpenClaw "No prior history." skeleton is a failure only over real history.
     skeleton_min_input_tokens: int = 20
 
@@ -46,6 +50,11 @@ class Settings:
     # A random token up to this long is an identifier (a JWT, an SRI hash, a key);
     # longer, or several back to back, it is an encoded blob, counted in characters.
     garbled_identifier_max_chars: int = 256
+    # Random printable ASCII: windows of this many characters where symbols sit inside
+    # words (this share of the characters) and the ASCII entropy reaches this many bits.
+    garbled_window_chars: int = 256
+    garbled_window_min_inner: float = 0.10
+    garbled_window_min_entropy: float = 5.45
     # BPE piece characters (Ġ, Ċ, ĉ, ▁) leak before at least this share of the words.
     tokenizer_min_density: float = 0.3
     # U+FFFD replacement characters (bytes lost in decoding) that make a summary garbled.

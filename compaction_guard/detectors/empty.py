@@ -169,8 +169,7 @@ GENERIC_ERROR_RE = re.compile(
     r"(?:\s*\Z|\s*[:\-–—(\[{]|\s*\.(?:\s|\Z))",
     re.I,
 )
-# a generic error label is believed only in a short text
-MAX_GENERIC_ERROR_CHARS = 300
+# a generic error label is believed only in a short text (Settings.max_generic_error_chars)
 # "Error: ..." or "Exception: ..." alone is error text only as one statement: a summary
 # may open with "Error:" and go on to say what was done about it.
 BARE_ERROR_RE = re.compile(r"\A\s*(?:\[?(?:fatal )?error\]?|exception)\s*:", re.I)
@@ -267,7 +266,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
         findings.append(Finding("empty", f"summary is {what}; the compactor stored no summary, re-run compaction",
                                 figures={"informative_chars": n}))
         return findings
-    if len(stripped) <= 300:
+    if len(stripped) <= settings.max_placeholder_chars:
         m = PLACEHOLDER_RE.match(stripped)
         if m:
             findings.append(Finding("empty", f"placeholder stored as the summary ({m.lastgroup.replace('_', '-')}: "
@@ -275,7 +274,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
             return findings
     if len(stripped) <= settings.max_error_text_chars:
         m = ERROR_START_RE.match(stripped) or (
-            len(stripped) <= MAX_GENERIC_ERROR_CHARS and GENERIC_ERROR_RE.match(stripped)
+            len(stripped) <= settings.max_generic_error_chars and GENERIC_ERROR_RE.match(stripped)
             and not (BARE_ERROR_RE.match(stripped) and _NEXT_SENTENCE_RE.search(stripped)))
         if m:
             findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
@@ -285,7 +284,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
         findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); "
                                 "re-run with another model or the aggressive prompt"))
         return findings
-    if len(stripped) <= 300 and EMPTY_STATEMENT_RE.match(stripped) and (
+    if len(stripped) <= settings.max_placeholder_chars and EMPTY_STATEMENT_RE.match(stripped) and (
             input_tokens is None or input_tokens >= settings.skeleton_min_input_tokens):
         size = f"{input_tokens} tokens of history" if input_tokens is not None else "history of unknown size"
         findings.append(Finding("empty", f"the summary says there was nothing ({stripped[:60]!r}) over {size}; "

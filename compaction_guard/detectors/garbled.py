@@ -79,15 +79,15 @@ RARE_CHAR_RE = re.compile(
     "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]"
 )
 
-# Random printable ASCII: symbols inside words. Counted per 256-character window;
-# a window is junk when symbols sit inside its words (>= 10% of its characters) and
-# its character entropy (the seed's signal, measured locally) is >= 5.45 bits:
-# English windows measure 4.0-4.6, code and identifiers up to 5.3, noise 5.6+.
+# Random printable ASCII: symbols inside words. Counted per window of
+# garbled_window_chars; a window is junk when symbols sit inside its words (at least
+# garbled_window_min_inner of its characters) and the character entropy of its ASCII
+# characters (the seed's signal, measured locally) is at least
+# garbled_window_min_entropy: English windows measure 4.0-4.6, code and identifiers up
+# to 5.3, noise 5.6+. Only ASCII counts: CJK text with bold prefixes (`**问题：**`) has
+# symbols beside its characters and a high entropy of its own, and is not noise.
 # Inline `code` is left out first: quoted commands and regexes are not noise.
-INNER_SYMBOL_RE = re.compile(r"[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?<=\S[!#$%^&*()+={}\[\]|\\;\"<>,?~`])(?=\S)")
-WINDOW = 256
-WINDOW_MIN_INNER = 0.10
-WINDOW_MIN_ENTROPY = 5.45
+INNER_SYMBOL_RE = re.compile(r"[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?<=[!-~][!#$%^&*()+={}\[\]|\\;\"<>,?~`])(?=[!-~])")
 _INLINE_CODE_RE = re.compile(r"`[^`\n]{1,60}`")
 
 
@@ -205,7 +205,7 @@ def _spans(text: str, settings) -> dict:
     if sum(map(text.count, _RARE_SYMBOLS)) >= 4:
         spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
-                                   and not _balanced_brackets(text[s:e])] + _random_windows(text)
+                                   and not _balanced_brackets(text[s:e])] + _random_windows(text, settings)
     if not _LETTER_RE.search(text):
         # numbers only: token ids if they are bare integers, most of the tokens, and vary
         # (a loop of "1.1.1.1" is a loop; "1. 16:10:11" lines are a list of times)
@@ -236,10 +236,11 @@ def _balanced_brackets(tok: str) -> bool:
     return pairs > 0 and not any(depth.values())
 
 
-def _random_windows(text: str) -> list:
-    """Windows of random printable characters (see WINDOW_* above). Windows are
-    WINDOW long and overlap by half, so a noise tail is seen whatever its offset."""
-    half = WINDOW // 2
+def _random_windows(text: str, settings) -> list:
+    """Windows of random printable characters (see INNER_SYMBOL_RE above). Windows
+    overlap by half, so a noise tail is seen whatever its offset."""
+    window = settings.garbled_window_chars
+    half = window // 2
     hits = Counter(m.start() // half for m in INNER_SYMBOL_RE.finditer(text))
     out = []
     for b in sorted(hits):
@@ -247,12 +248,14 @@ def _random_windows(text: str) -> list:
         if n < 6:
             continue
         start = b * half
-        raw = text[start:start + WINDOW]
+        raw = text[start:start + window]
         chunk = _INLINE_CODE_RE.sub(" ", raw)   # quoted commands and regexes are not noise
+        if not chunk.isascii():
+            chunk = chunk.encode("ascii", "ignore").decode()
         visible = len(chunk) - chunk.count(" ") - chunk.count("\n")
         # a short window cannot reach the entropy of a long one: log2(length) caps it
-        need = min(WINDOW_MIN_ENTROPY, math.log2(max(len(chunk), 2)) - 0.75)
-        if visible >= 48 and n >= visible * WINDOW_MIN_INNER and shannon_entropy(chunk) >= need:
+        need = min(settings.garbled_window_min_entropy, math.log2(max(len(chunk), 2)) - 0.75)
+        if visible >= 48 and n >= visible * settings.garbled_window_min_inner and shannon_entropy(chunk) >= need:
             out.append((start, start + len(raw)))
     return out
 
