@@ -230,15 +230,10 @@ def reasoning_text(base: str, rng) -> str:
             "Let me make sure the summary is concise and in the same language as the conversation.")
 
 
-_LOGLIKE_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:\d\d:\d\d|attempt|npm ERR|ERROR|\|)|ERR!|ERROR|ECONN|\d{3} [A-Z]", re.M)
-
-
 def loop_k(unit: str, in_code: bool = False) -> tuple:
-    """How often a looping model repeats `unit`. A prose loop is a failure from
-    the third time (the seed's rule); log lines and table rows repeat a few times in
-    good summaries (retries), so their loops are made the way models make them:
-    on and on until max_tokens."""
-    return (12, 60) if in_code or _LOGLIKE_RE.search(unit) else (3, 40)
+    """How often a looping model repeats `unit`: from the seed's third time on, the same
+    range for every kind of unit (no rule of the detectors is mirrored here)."""
+    return (3, 40)
 
 
 def in_fence(text: str, fragment: str) -> bool:

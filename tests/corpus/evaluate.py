@@ -184,7 +184,9 @@ def evaluate(items: list, verdict) -> dict:
     for it in items:
         got, why = verdict(it)
         reasons[(it.set, it.id)] = why
-        failures = {k for k in got if k not in WARNING_KINDS}
+        # a good item: no failure it has; a false alarm there: a failure of a kind it is
+        # labelled free of (a kind left unlabelled, as ambiguous, is not counted)
+        failures = {k for k in got if k not in WARNING_KINDS and it.truth.get(k) is False}
         if not any(v for k, v in it.truth.items() if k not in WARNING_KINDS):
             g = good[(it.set, it.lang)]
             g[0] += 1
