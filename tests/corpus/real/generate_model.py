@@ -98,20 +98,15 @@ def make_history(rng: random.Random, lang: str, style: str, pool: list, hid: str
 
 
 class Server:
+    """The guard's own local provider (compaction_guard.llm.LocalSummarizer) with a
+    larger context, reached over raw HTTP for its /tokenize endpoint too."""
+
     def __init__(self, n_ctx: int = 4096):
-        import xllamacpp
         from compaction_guard.llm import LocalSummarizer
-        p = xllamacpp.CommonParams()
-        p.model.path = LocalSummarizer.find_model()
-        p.n_ctx = n_ctx
-        p.n_parallel = 1
-        p.port = 0
-        p.verbosity = -1
-        p.cpuparams.n_threads = 2
-        p.cpuparams_batch.n_threads = 2
-        self.server = xllamacpp.Server(p)
-        addr = self.server.listening_address.rstrip("/")
-        self.host, self.port = addr.split("://")[1].split(":")
+        from compaction_guard.settings import DEFAULT
+        self.local = LocalSummarizer(DEFAULT.with_overrides(local_context_tokens=n_ctx), timeout=600)
+        self.local.start()
+        self.host, self.port = self.local.base_url.split("://")[1].split("/")[0].split(":")
 
     def post(self, path: str, body: dict, timeout: float = 600) -> dict:
         conn = http.client.HTTPConnection(self.host, int(self.port), timeout=timeout)
