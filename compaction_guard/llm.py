@@ -15,7 +15,7 @@ import time
 from typing import Callable, Optional
 
 from . import prompts
-from .detectors.empty import strip_reasoning
+from .reasoning import strip_reasoning
 from .httpjson import CallTimeout, HTTPFailure, post_json
 from .summarizers import SummarizerError, SummaryReply, SummaryRequest
 

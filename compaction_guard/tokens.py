@@ -8,6 +8,7 @@ undercounts Chinese by ~70%. Both sides of the inflation ratio use it.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -58,6 +59,12 @@ _WS_RE = re.compile(r"\s+")
 def normalize_ws(text: str) -> str:
     """Collapse every run of whitespace to one space and strip the ends."""
     return _WS_RE.sub(" ", text).strip()
+
+
+def content_key(text: str) -> str:
+    """A short hash of the whitespace-normalized text (what staleness compares; stores
+    keep it instead of the text to prime staleness in bounded memory)."""
+    return hashlib.blake2b(normalize_ws(text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 # lossless-claw's own estimate, per code point: CJK 1.5, astral (emoji) 2, else 0.25,

@@ -6,16 +6,10 @@ conversation or session), both after whitespace normalization.
 """
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 
 from ..findings import Finding
-from ..tokens import normalize_ws
-
-
-def content_key(text: str) -> str:
-    """A short hash of the whitespace-normalized text (what staleness compares)."""
-    return hashlib.blake2b(normalize_ws(text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+from ..tokens import content_key, normalize_ws
 
 
 class StaleTracker:

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from ..detectors.stale import content_key
+from ..tokens import content_key
 from ..errors import GuardError
 from ..records import SummaryRecord
 from . import sqlite_ro

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from ..detectors.stale import content_key
+from ..tokens import content_key
 
 
 class Source:
@@ -39,7 +39,7 @@ class Source:
     def history(self, scope: str, record=None) -> Iterable[tuple]:
         """(id, content key) of the summaries of `scope` that come before `record` and that
         the check does not hold in memory: skipped by an incremental check, or forgotten to
-        bound memory (detectors.stale.content_key: no summary text is kept)."""
+        bound memory (tokens.content_key: no summary text is kept)."""
         return ()
 
     def recent(self, scope: str) -> Iterable[tuple]:
