@@ -57,8 +57,9 @@ class Settings:
     garbled_window_min_entropy: float = 5.45
     # BPE piece characters (Ġ, Ċ, ĉ, ▁) leak before at least this share of the words.
     tokenizer_min_density: float = 0.3
-    # U+FFFD replacement characters (bytes lost in decoding) that make a summary garbled.
-    garbled_min_replacement_chars: int = 3
+    # U+FFFD replacement characters (bytes lost in decoding) that make a summary garbled
+    # (unless the input has them too: then they were quoted).
+    garbled_min_replacement_chars: int = 1
     # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
     mojibake_min_sequences: int = 3
     # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).

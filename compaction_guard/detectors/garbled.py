@@ -426,7 +426,7 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
         return []
     findings = []
     lost = text.count("\ufffd") if "replacement_chars" in tot["kinds"] else 0
-    if lost >= settings.garbled_min_replacement_chars:
+    if lost >= settings.garbled_min_replacement_chars and not (input_text and "\ufffd" in input_text):
         i = text.find("\ufffd")
         return [Finding("garbled", f"{lost} U+FFFD replacement characters (like {text[max(0, i - 12):i + 4]!r}): bytes "
                         "that were not valid UTF-8 were lost when the summary was decoded; re-run compaction, check "

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..findings import Finding
+from . import cutoff
 
 _DIGITS_RE = re.compile(r"\d+")
 _ALNUM_RE = re.compile(r"[^\W_]")
@@ -247,9 +248,11 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     if at_end:
         loop = masked = _enough(copies, unit, True, settings)
         if not loop and _enough(copies, unit, False, settings):
-            # enough copies only if they are word for word: are they, digits included?
-            # (three lines that differ in a version number are a list, not a loop)
+            # enough copies only if they are word for word, or if max_tokens cut the text
+            # inside one: three lines that differ in a version number, whole, are a list
             loop = _word_for_word(content, settings)
+            if not loop and cutoff.detect(content, settings):
+                loop = masked = True
     else:
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
