@@ -70,10 +70,10 @@ def detect(content: str, settings) -> list:
     if len(text) < 40:
         return []
     sign = None
-    opened = _OPEN_TAG_RE.search(text)
+    opened = _OPEN_TAG_RE.search(text) if "<" in text else None
     if opened and f"</{opened.group(1).lower()}>" not in text.lower():
         sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
-    elif len(_FENCE_RE.findall(text)) % 2 == 1:
+    elif ("```" in text or "~~~" in text) and len(_FENCE_RE.findall(text)) % 2 == 1:
         sign = ("unclosed-wrapper", "a code fence is never closed")
     elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")):
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
