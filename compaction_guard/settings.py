@@ -23,6 +23,10 @@ class Settings:
     max_generic_error_chars: int = 300
     # ... a placeholder or "the conversation was empty" this long.
     max_placeholder_chars: int = 300
+    # An error label or a refusal is a summary after all when the input is known and at
+    # least this share of its content words (at least this many) occur in it.
+    empty_grounded_share: float = 0.6
+    empty_grounded_min_words: int = 4
     # The OpenClaw "No prior history." skeleton is a failure only over real history.
     skeleton_min_input_tokens: int = 20
 

@@ -174,3 +174,15 @@ def test_cut_off_is_a_warning_named_so():
     r = validate("<summary>\nThe user migrated 412 sessions to SQLite; the index on updated_at is still to do.")
     assert r.valid and any("never closed" in w for w in r.warnings)
     assert not any(w.startswith("cut_off") for w in validate(ENGLISH).warnings)
+
+
+def test_error_label_about_the_conversation_is_a_summary():
+    """Grounding: an error label whose words are the conversation's is a summary of it;
+    the same label sharing nothing with the input is what came back instead of one."""
+    history = ("user: the API keeps failing with rate limit exceeded, 429 from openai\n"
+               "assistant: switching to the backup key and retrying the batch of invoices")
+    about = "Rate limit exceeded: the OpenAI key kept returning 429, so we switched to the backup key and retried the invoices batch."
+    assert validate(about, input=history).valid
+    assert kinds("Rate limit exceeded: please retry after 20 seconds.", input=history) == ["empty"]
+    refusal = "I'm unable to help with that request."
+    assert kinds(refusal, input=history) == ["empty"]

@@ -17,7 +17,7 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "inflatio
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
                allow_own_l3: bool = False, input_text: Optional[str] = None) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker."""
-    findings = empty.detect(content, settings, input_tokens)
+    findings = empty.detect(content, settings, input_tokens, input_text)
     if any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
         # loop of separators is both, and the loop says why.

@@ -164,7 +164,25 @@ def _is_skeleton(text: str) -> bool:
     return bool(headings) and bool(body) and all(SKELETON_BODY_RE.match(ln) for ln in body)
 
 
-def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
+_CONTENT_WORD_RE = re.compile(f"[{CJK_CLASS}]{{2}}|[^\\W\\d_]{{4,}}|\\w*\\d\\w*[-_./]?\\w+")
+
+
+def grounded(text: str, input_text: Optional[str], settings) -> bool:
+    """Whether a short text is about its input: at least empty_grounded_share of its
+    content words (4+ letters, CJK character pairs, identifiers with digits) occur in
+    the input. An error label or a refusal that is about the conversation ("Rate limit
+    exceeded: the key hit 429s, we switched keys") is a summary; one that shares
+    nothing with it is what the summarizer said instead of a summary."""
+    if not input_text:
+        return False
+    words = {w.lower() for w in _CONTENT_WORD_RE.findall(text)}
+    if len(words) < settings.empty_grounded_min_words:
+        return False
+    source = input_text.lower()
+    return sum(1 for w in words if w in source) >= settings.empty_grounded_share * len(words)
+
+
+def detect(content: str, settings, input_tokens: Optional[int] = None, input_text: Optional[str] = None) -> list:
     findings = []
     reasoning = strip_reasoning(content)
     text = reasoning.text
@@ -194,12 +212,14 @@ def detect(content: str, settings, input_tokens: Optional[int] = None) -> list:
     if len(stripped) <= settings.max_error_text_chars:
         m = ERROR_START_RE.match(stripped) or (
             len(stripped) <= settings.max_generic_error_chars and GENERIC_ERROR_RE.match(stripped)
-            and not (BARE_ERROR_RE.match(stripped) and _NEXT_SENTENCE_RE.search(stripped)))
+            and not (BARE_ERROR_RE.match(stripped) and _NEXT_SENTENCE_RE.search(stripped))
+            and not grounded(stripped, input_text, settings))
         if m:
             findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
                                     "fix the summarizer's provider and re-run compaction"))
             return findings
-    if len(stripped) <= settings.max_refusal_chars and REFUSAL_START_RE.match(stripped):
+    if len(stripped) <= settings.max_refusal_chars and REFUSAL_START_RE.match(stripped) \
+            and not grounded(stripped, input_text, settings):
         findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); "
                                 "re-run with another model or the aggressive prompt"))
         return findings
