@@ -186,3 +186,12 @@ def test_error_label_about_the_conversation_is_a_summary():
     assert kinds("Rate limit exceeded: please retry after 20 seconds.", input=history) == ["empty"]
     refusal = "I'm unable to help with that request."
     assert kinds(refusal, input=history) == ["empty"]
+
+
+@pytest.mark.parametrize("template", [
+    "## 决定\n无\n\n## 待办\n暂无\n\n## 标识符\n无。",
+    "## Entscheidungen\nKeine.\n\n## Offene Aufgaben\nKeine",
+    "## Décisions\nAucune\n\n## À faire\nRien",
+])
+def test_template_of_nothing_in_other_languages(template):
+    assert kinds(template, input=ENGLISH * 4) == ["empty"]

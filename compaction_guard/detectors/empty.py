@@ -49,7 +49,10 @@ EMPTY_STATEMENT_RE = re.compile(
 SKELETON_BODY_RE = re.compile(
     r"^\s*(?:[-*]\s*)?(?:no prior history|none captured|none recorded|none yet|none|n/?a|"
     r"nothing(?: to report| yet)?|\(none\)|no (?:decisions|todos|constraints|identifiers|"
-    r"pending (?:user )?asks)(?: yet| recorded| captured)?|—|-)\s*\.?\s*$",
+    r"pending (?:user )?asks)(?: yet| recorded| captured)?|—|-|"
+    # "none" in the other languages the guard is tested on (a template filled with nothing)
+    r"无|暂无|没有|なし|特になし|없음|нет|ничего|keine[rs]?|nichts|aucune?|rien|ninguno|ninguna|nada|"
+    r"nenhum|nenhuma|brak|nessuno|nessuna|geen|لا يوجد|אין)\s*[.。]?\s*$",
     re.I,
 )
 HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?)\s*$")
