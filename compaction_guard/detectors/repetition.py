@@ -52,10 +52,28 @@ _WS_RE = re.compile(r"\s+")
 
 
 def normalize(text: str, mask_digits: bool = True) -> bytes:
-    """Digits set aside, whitespace collapsed, as UTF-8: what the novelty is measured on."""
-    if mask_digits:
-        text = _DIGITS_RE.sub("0", text)
-    return " ".join(text.split()).encode("utf-8", "surrogatepass")
+    """Digits set aside, whitespace collapsed, as UTF-8: what the novelty is measured on.
+    A long text is done in pieces cut at whitespace: one pass over 10 MB would hold a
+    list of every word (100 MB)."""
+    if len(text) <= _PIECE:
+        if mask_digits:
+            text = _DIGITS_RE.sub("0", text)
+        return " ".join(text.split()).encode("utf-8", "surrogatepass")
+    out = []
+    i = 0
+    while i < len(text):
+        j = min(len(text), i + _PIECE)
+        if j < len(text):
+            k = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
+            j = k + 1 if k > i else j
+        piece = normalize(text[i:j], mask_digits)
+        if piece:
+            out.append(piece)
+        i = j
+    return b" ".join(out)
+
+
+_PIECE = 1 << 16
 
 
 @dataclass
