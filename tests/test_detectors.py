@@ -195,3 +195,12 @@ def test_error_label_about_the_conversation_is_a_summary():
 ])
 def test_template_of_nothing_in_other_languages(template):
     assert kinds(template, input=ENGLISH * 4) == ["empty"]
+
+
+def test_chat_template_tokens_leaking_are_garbled_unless_quoted():
+    leak = "The user asked about the migration.<|im_end|>\n<|im_start|>assistant\nThe user asked about it again."
+    assert kinds(leak) == ["garbled"]
+    assert "chat-template" in validate(leak).reasons["garbled"]
+    quoted = "We fixed the template: the model printed `<|im_end|>` because the server used ChatML for Llama."
+    assert validate(quoted).valid
+    assert validate("Gemma wrote <end_of_turn> twice.", input="user: why does Gemma write <end_of_turn>?").valid

@@ -388,10 +388,39 @@ def _measure(text: str, settings, input_text: Optional[str]) -> Optional[dict]:
     return out
 
 
+# Chat-template and special tokens printed as text: the server's template does not
+# match the model (ChatML <|im_start|>, Llama-3 <|eot_id|>, Gemma <start_of_turn>, ...).
+# Unambiguous; quoted in `inline code`, or found in the input too, they are talk about them.
+SPECIAL_TOKEN_RE = re.compile(
+    r"<\|(?:im_start|im_end|im_sep|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|end_of_text|"
+    r"fim_prefix|fim_middle|fim_suffix|reserved_special_token_\d+)\|>|"
+    r"<(?:start_of_turn|end_of_turn|start_of_image|end_of_image)>"
+)
+
+
+def _special_tokens(text: str, input_text: Optional[str]) -> list:
+    if "<" not in text:
+        return []
+    out = []
+    for m in SPECIAL_TOKEN_RE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if text.count("`", line_start, m.start()) % 2 == 1:
+            continue                          # inside inline code
+        if input_text and m.group() in input_text:
+            continue
+        out.append(m.group())
+    return out
+
+
 def detect(content: str, settings, entropy: float, input_text: Optional[str] = None) -> list:
     text = content
     if len(text) < 8:
         return []
+    leaked = _special_tokens(text, input_text)
+    if leaked:
+        return [Finding("garbled", f"{len(leaked)} chat-template tokens printed as text (like {leaked[0]!r}): the "
+                        "server's chat template does not match the model; fix the template and re-run compaction",
+                        figures={"special_tokens": len(leaked), "entropy": entropy})]
     if len(text) <= _CHUNK:
         first = _measure(text, settings, input_text)     # most summaries: nothing at all
         if first is None:
