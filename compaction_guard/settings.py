@@ -88,6 +88,8 @@ class Settings:
     loop_min_copies_masked: int = 4
     loop_min_copies_short: int = 8
     loop_min_unit_bytes_masked: int = 6
+    # ... a shorter one (a bare number: `1.`, `2.`, `3.`) this many times: a count run on.
+    loop_min_copies_numbers: int = 32
     # A unit with no letter or digit (a rule, a separator, U+FFFD) only over this many bytes.
     loop_min_bytes_symbols: int = 256
     loop_min_bytes: int = 40
@@ -102,8 +104,8 @@ class Settings:
     # (list marks aside), were picked from the history: not a loop (input known).
     loop_lines_from_input: float = 0.5
     # Repeats that stop inside the summary: a loop only at this share and copies.
-    loop_min_share: float = 0.5
-    loop_min_copies_inside: int = 8
+    loop_min_share: float = 0.3
+    loop_min_copies_inside: int = 4
     # Longest unit searched for (bytes).
     loop_max_unit_bytes: int = 4096
     # Repeats below a loop but at least this many bytes are a warning.

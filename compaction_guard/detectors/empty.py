@@ -141,7 +141,8 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
     return n
 
 
-_LABEL_LINE_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*\s*:?|[^\W\d_][^:\n]{0,40}:)\s*$")
+# a heading or a label: short, and not a sentence ("# 1. 2017-05-01 ... を実行。" is content)
+_LABEL_LINE_RE = re.compile(r"^\s*(?:#{1,6}\s+[^\n]{1,60}(?<![.。!?！？])|\*\*[^*]+\*\*\s*:?|[^\W\d_][^:\n]{0,40}:)\s*$")
 
 
 def _headings_only(text: str) -> bool:

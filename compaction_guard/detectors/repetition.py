@@ -178,8 +178,9 @@ def period(data: bytes, start: int, length: int, settings) -> tuple:
     covered, p, at, end = best
     if not p:
         return b"", 0, start
-    # whole copies, a last one missing at most a quarter of its bytes (stripped space, cut)
-    return _rotate(data[at - p:at]), int(covered / p + 0.25), end
+    # whole copies (a space stripped at the end forgiven); partial ones at either end
+    # only say where the copies run
+    return _rotate(data[at - p:at]), (covered + 2) // p, end
 
 
 def _rotate(unit: bytes) -> bytes:
@@ -196,15 +197,16 @@ def _enough(copies: int, unit: bytes, masked: bool, settings) -> bool:
     word for word, or loop_min_copies_masked with only digits changing. A shorter unit
     (a word, a character, a separator, a counter line): loop_min_copies_short and
     loop_min_bytes in all; with only digits changing it must be at least
-    loop_min_unit_bytes_masked long (`prjer_2382`, `- [17:54] 14.`): a list of bare
-    numbers (`22, 80, 443, ...`) is data."""
+    loop_min_unit_bytes_masked long (`prjer_2382`, `- [17:54] 14.`), or a count that
+    runs on loop_min_copies_numbers times: a list of bare numbers (`22, 80, 443, ...`)
+    is data."""
     if not _ALNUM_RE.search(unit.decode("utf-8", "ignore")) and copies * len(unit) < settings.loop_min_bytes_symbols:
         return False        # a rule, a separator line, U+FFFD: formatting or noise, unless it runs on
     if len(unit) >= settings.loop_min_unit_bytes:
         return copies >= (settings.loop_min_copies_masked if masked else settings.loop_min_copies)
     if copies < settings.loop_min_copies_short or copies * len(unit) < settings.loop_min_bytes:
         return False
-    return not masked or len(unit) >= settings.loop_min_unit_bytes_masked
+    return not masked or len(unit) >= settings.loop_min_unit_bytes_masked or copies >= settings.loop_min_copies_numbers
 
 
 def _explained_by_input(unit: bytes, copies: int, input_text: Optional[str]) -> bool:
@@ -250,6 +252,15 @@ def _lines_from_input(content: str, share: float, input_text: Optional[str], set
     source = cells(input_text)
     # distinct lines: one input sentence repeated with a counter is still a loop
     return len({ln for ln in lines if ln in source}) >= settings.loop_lines_from_input * len(lines)
+
+
+def _copied_from_input(data: bytes, stretch: Stretch, input_text: Optional[str]) -> bool:
+    """Most of a stretch's 32-byte pieces stand in the input: the summary copied it."""
+    if not input_text:
+        return False
+    source = normalize(input_text)
+    probes = [data[i:i + 32] for i in range(stretch.start, stretch.start + stretch.length - 32, 64)]
+    return bool(probes) and sum(1 for p in probes if p in source) >= 0.5 * len(probes)
 
 
 def _describe(unit: bytes) -> str:
@@ -320,6 +331,10 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             warn = Finding("repetitive", f"{what} back to back ({share:.0%} of the summary)", failure=False,
                            figures=figures)
     final = nov.final
+    # one template over and over with a word changing: weaker evidence than exact copies,
+    # so only when max_tokens cut the text, and not when the stretch is the input's text
+    if final is not None and not cutoff.detect(content, settings):
+        final = None
     if final is not None and final.length < settings.loop_template_min_share * n <= 4 * settings.loop_template_min_bytes:
         # in a short text the coarse blocks may miss the start of the stretch: measure finely
         fine = measure(data, settings, settings.loop_fine_block_bytes, settings.loop_fine_max_novelty).final
@@ -330,7 +345,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         unit = data[final.start:final.start + 48]
         figures = {"unit": _describe(unit), "loop_bytes": final.length, "loop_share": round(final.length / n, 3),
                    "runs_to_end": True, "compression_ratio": nov.ratio}
-        if not _explained_by_input(unit[:32], 2, input_text):
+        if not _copied_from_input(data, final, input_text):
             return [Finding("repetition", f"text like {_describe(unit)!r} repeated with only a few words changing, "
                             f"{final.length / n:.0%} of the summary, to the end (the model looped until max_tokens); "
                             "retry with a repetition penalty or a smaller max_tokens", figures=figures)]

@@ -47,14 +47,23 @@ def mask(text: str) -> str:
     return _WS.sub(" ", _DIGITS.sub("0", text)).strip()
 
 
-def longest_tandem(s: str, max_unit: int = 400) -> tuple:
-    """(covered chars, unit, repeats) of the longest back-to-back repeat (3+ copies)."""
+_TANDEM = re.compile(r"(.{1,400}?)\1{2,}", re.S)
+
+
+def longest_tandem(s: str) -> tuple:
+    """(covered chars, unit, repeats) of the longest back-to-back repeat (3+ copies),
+    tried from every position (finditer alone would take "---" inside a repeated line
+    and skip past the line's own repeat: fixed after the first evaluation, see the
+    note in this file's history)."""
     best = (0, "", 0)
-    for m in re.finditer(r"(.{1,%d}?)\1{2,}" % max_unit, s, re.S):
-        unit = m.group(1)
-        span = m.end() - m.start()
-        if span > best[0]:
-            best = (span, unit, span // len(unit))
+    i = 0
+    while i < len(s):
+        m = _TANDEM.match(s, i)
+        if m:
+            span = m.end() - m.start()
+            if span > best[0]:
+                best = (span, m.group(1), span // len(m.group(1)))
+        i += 1
     return best
 
 
