@@ -283,7 +283,8 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
             if not loop and cutoff.detect(content, settings):
                 loop = masked = True
     else:
-        loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside
+        loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
+            and _enough(copies, unit, True, settings)
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
             and not _word_for_word(content, settings):
         return False, unit, copies, at_end, share, Finding(
