@@ -93,8 +93,8 @@ class Settings:
     # A unit with no letter or digit (a rule, a separator, U+FFFD) only over this many bytes.
     loop_min_bytes_symbols: int = 256
     loop_min_bytes: int = 40
-    # No exact unit, but nothing new for this many bytes and this share, to the end:
-    # one template repeated with a word changing.
+    # No exact unit, but nothing new for this many bytes and this share, to a cut:
+    # one template repeated with a word changing (a warning).
     loop_template_min_bytes: int = 256
     loop_template_min_share: float = 0.75
     # ... measured again in finer blocks when the coarse ones find a shorter stretch.

@@ -38,6 +38,14 @@ LATIN1_RUN_RE = re.compile("[\u00a0-\u00ff]{4,}")
 TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
 
 # Runs of integers: token ids dumped instead of decoded.
+def _counting(run: str) -> bool:
+    """Integers that count (12, 13, 14, ...: most steps equal) are a loop through a
+    counter, not token ids, which jump about."""
+    nums = [int(x) for x in re.findall(r"\d+", run)]
+    steps = [b - a for a, b in zip(nums, nums[1:])]
+    return bool(steps) and Counter(steps).most_common(1)[0][1] >= 0.8 * len(steps)
+
+
 def _token_id_re(n: int):
     # starts with \d so the engine skips to digits; the char before is checked after
     return re.compile(r"\d{1,6}(?:[ ,\t]+\d{1,6}){%d,}(?![\w.])" % (n - 1))
@@ -199,7 +207,8 @@ def _spans(text: str, settings) -> dict:
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     if sum(map(text.count, "0123456789")) >= settings.token_id_run:
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
-                              if m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum()]
+                              if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())
+                              and not _counting(m.group())]
     if _LONG_TOKEN_RE.search(text):      # a 40-character token at all (C-level gate)
         spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
     if sum(map(text.count, _RARE_SYMBOLS)) >= 4:
