@@ -24,14 +24,18 @@ The decision, each rule a Settings field:
   loop when its unit stands `loop_min_copies` times word for word (the seed's
   "20+ character phrase 3 times": `loop_min_unit_bytes`), `loop_min_copies_masked`
   times with only its digits changing (`[21:24] ines: ...`, `1. DBA: <time>`), or
-  `loop_min_copies_short` times when the unit is shorter (a word, a character).
-  Three lines that differ only in a version number (`ps2pdf12`, `ps2pdf13`,
-  `ps2pdf14`: a real manual page) are a list, not a loop.
-- Repeats that stop by themselves inside the summary (a quoted retry log) are a
-  loop only when they are at least `loop_min_share` of it with
-  `loop_min_copies_inside` copies; otherwise a warning (`repetitive`).
+  `loop_min_copies_short` times when the unit is shorter (a word, a character), or
+  `loop_min_copies` times with digits changing when max_tokens cut the text inside a
+  copy (detectors/cutoff.py). Three whole lines that differ only in a version
+  number (`ps2pdf12`, `ps2pdf13`, `ps2pdf14`: a real manual page) are a list.
+- Repeats that stop by themselves inside the summary are a loop at
+  `loop_min_share` of it with `loop_min_copies_inside` copies; less (a quoted
+  retry log) is a warning (`repetitive`).
 - A summary that repeats what its input itself repeats (a model copying a log of
-  identical lines) is a warning, not a failure.
+  identical lines), or whose lines differing only in digits are each a line of the
+  input (what an extractive summary picks), gets a warning, not a failure.
+- One template repeated with a word changing up to a cut (no exact unit) is a
+  warning: on the real model outputs that signal was right once and wrong twice.
 Cost: one pass of zlib over the text and a few bounded searches; linear whatever
 the content.
 """
