@@ -65,10 +65,16 @@ def _short_item(text: str):
     return None
 
 
+_CLOSING = tuple(".!?。！？…؟।")
+
+
 def detect(content: str, settings) -> list:
     text = content.rstrip()
     if len(text) < 40:
         return []
+    if text.endswith(_CLOSING) and "<" not in text and "```" not in text and "~~~" not in text \
+            and len(text) - text.rfind("\n") > 24:
+        return []     # a closed last sentence of some length, no wrapper, no fence: not cut
     sign = None
     opened = _OPEN_TAG_RE.search(text) if "<" in text else None
     if opened and f"</{opened.group(1).lower()}>" not in text.lower():

@@ -303,7 +303,10 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     n = len(data)
     if n < settings.loop_min_bytes:
         return []
-    nov = measure(data, settings)
+    if n >= 2 * settings.loop_block_bytes:
+        nov = measure(data, settings)
+    else:       # one block: only the end can loop (read below); the ratio is for the reason line
+        nov = Novelty(n, 0.0, None, None)
     # Candidates. The end first: a loop stops only at max_tokens, so its unit is read
     # right there; a loop's last bytes stand one unit earlier too, so if they do not,
     # no loop ends here. Then a long stretch inside the text.
@@ -323,7 +326,8 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             return [note]
         looped = copies * len(unit)
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
-                   "loop_share": round(share, 3), "runs_to_end": at_end, "compression_ratio": nov.ratio}
+                   "loop_share": round(share, 3), "runs_to_end": at_end,
+                   "compression_ratio": nov.ratio or round(n / max(1, len(zlib.compress(data))), 2)}
         what = f"{_describe(unit)!r} repeated {copies} times"
         if loop and _explained_by_input(unit, copies, input_text):
             return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
