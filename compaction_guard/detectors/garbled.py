@@ -128,8 +128,9 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
 _NONSPACE_RE = re.compile(r"\S*")
 _LETTERS_RE = re.compile(r"[^\W\d_]*")
 _PIECE_CHAR_RE = re.compile("[\u0120\u010a\u0109\u2581]")
-# Symbols that prose hardly uses; random printable text is full of them.
-_RARE_SYMBOLS = "#$%^&*+={}[]|\\;<>~`"
+# Symbols prose hardly uses; random printable text is full of them. The gate for the
+# symbol patterns leaves out the two Markdown writes most (`|` tables, `**bold**`).
+_GATE_SYMBOLS = "#$%^&+={}[]\\;<>~`"
 
 
 def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
@@ -211,7 +212,7 @@ def _spans(text: str, settings) -> dict:
                               and not _counting(m.group())]
     if _LONG_TOKEN_RE.search(text):      # a 40-character token at all (C-level gate)
         spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
-    if sum(map(text.count, _RARE_SYMBOLS)) >= 4:
+    if sum(map(text.count, _GATE_SYMBOLS)) >= 4:
         spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
                                    and not _balanced_brackets(text[s:e])] + _random_windows(text, settings)
