@@ -57,7 +57,8 @@ if sys.argv[1].startswith("guard"):
     from compaction_guard.stores import load_file
     source = load_file(sys.argv[2])
     workers = auto_workers(source.count(None)) if sys.argv[1] == "guard-all-cores" else 1
-    failing = sum(1 for r in iter_results(source.records(None), workers=workers) if not r.valid)
+    records = list(source.records(None))     # as operations.check does for a file read whole
+    failing = sum(1 for r in iter_results(records, workers=workers) if not r.valid)
 else:
     from compaction_guard.seed_rules import validate_summary
     recs = json.load(open(sys.argv[2], encoding="utf-8"))
