@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
     llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
     llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
     llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
@@ -118,9 +119,14 @@ def run(argv=None) -> int:
         progress = (render.Progress(sys.stderr, float(os.environ.get("GUARD_PROGRESS_DELAY", "2")))
                     if args.format != "json" and sys.stderr.isatty() else None)
         out.start()
-        rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
-                               recheck_all=args.all, on_result=out.result, collect=False,
-                               on_progress=progress.update if progress else None)
+        try:
+            rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
+                                   recheck_all=args.all, on_result=out.result, collect=False,
+                                   on_progress=progress.update if progress else None)
+        except BaseException as exc:
+            if isinstance(out, render.JsonCheckStream):     # stdout stays one whole JSON document
+                out.abort(str(exc) if isinstance(exc, GuardError) else f"internal error ({type(exc).__name__}: {exc})")
+            raise
         if progress:
             progress.close()
         out.finish(rep)
@@ -167,9 +173,12 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # never a traceback: one line, and how to report it
+    except Exception as exc:  # one line, and how to report it; the traceback only when asked for
+        if "--debug" in (sys.argv[1:] if argv is None else argv) or os.environ.get("GUARD_DEBUG") == "1":
+            import traceback
+            traceback.print_exc()
         print(f"compaction-guard: internal error ({type(exc).__name__}: {exc}); please report it with the command "
-              "you ran", file=sys.stderr)
+              "you ran (--debug shows where it happened)", file=sys.stderr)
         return 2
 
 

@@ -14,24 +14,43 @@ def to_json(doc: dict, pretty: bool = True) -> str:
 
 class JsonCheckStream:
     """`--check --format json`, written as results arrive: one JSON document whose
-    `results` come first and whose counts (known only at the end) follow them."""
+    `results` come first and whose counts (known only at the end) follow them. The
+    document is always whole: an error part-way closes it with an `errors` entry."""
 
     def __init__(self, out):
         self.out = out
         self.first = True
+        self.closed = False
         self.encode = json.JSONEncoder(ensure_ascii=False).encode   # one encoder, not one per result
 
     def start(self) -> None:
         pass   # nothing is written until there is something to write: an early error leaves stdout empty
 
+    def _text(self, obj) -> str:
+        text = self.encode(obj)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:      # a lone surrogate (valid JSON "\ud800" in a store): escape it
+            text = json.dumps(obj, ensure_ascii=True)
+        return text
+
     def result(self, r) -> None:
-        self.out.write(('{"results": [\n' if self.first else ",\n") + self.encode(r.to_dict()))
+        self.out.write(('{"results": [\n' if self.first else ",\n") + self._text(r.to_dict()))
         self.first = False
 
     def finish(self, report) -> None:
-        tail = json.dumps(report.header(), ensure_ascii=False)
+        tail = self._text(report.header())
         self.out.write(('{"results": [' if self.first else "\n") + "], " + tail[1:] + "\n")
         self.out.flush()
+        self.closed = True
+
+    def abort(self, message: str) -> None:
+        """Close a document that was started, after an error part-way (nothing if none was)."""
+        if self.first or self.closed:
+            return
+        self.out.write("\n], " + self._text({"status": "ERROR", "errors": [message]})[1:] + "\n")
+        self.out.flush()
+        self.closed = True
 
 
 class TextCheckStream:

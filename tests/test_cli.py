@@ -105,3 +105,38 @@ def test_installed_entry_point_has_the_same_flags(demo_home):
     p = subprocess.run([str(exe), "--check", "--format", "json"], capture_output=True, text=True,
                        env=dict(os.environ, OPENCLAW_HOME=str(demo_home)), timeout=60)
     assert p.returncode == 1 and json.loads(p.stdout)["summaries_checked"] == 10
+
+
+def test_json_output_with_a_lone_surrogate_id(home, tmp_path):
+    """Valid JSON can hold a lone surrogate ("\\ud800"); the JSON output escapes it instead of crashing."""
+    f = tmp_path / "s.json"
+    f.write_text('[{"id": "\\ud800", "content": "The user migrated the sessions to SQLite and added an index."}]')
+    p = run_guard("--check", "--file", str(f), "--format", "json", home=home)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["results"][0]["id"] == "\ud800"
+
+
+def test_json_stays_whole_when_the_check_breaks_part_way(home, tmp_path, monkeypatch, capsys):
+    """An internal error after results were streamed closes the document with an error entry;
+    --debug adds the traceback on stderr, without it there is none."""
+    from compaction_guard import cli, operations
+    real = operations.check
+
+    def breaks(*args, on_result=None, **kw):
+        def one_then_fail(result):
+            on_result(result)
+            raise RuntimeError("disk went away")
+        return real(*args, on_result=one_then_fail, **kw)
+
+    monkeypatch.setattr(operations, "check", breaks)
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps([{"id": f"s{i}", "content": f"The user asked for report {i}; it was sent."} for i in range(3)]))
+    args = ["--check", "--file", str(f), "--format", "json", "--home", str(home)]
+    assert cli.main(args) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert len(doc["results"]) == 1 and doc["status"] == "ERROR" and "disk went away" in doc["errors"][0]
+    assert "internal error (RuntimeError: disk went away)" in err and "Traceback" not in err
+    assert cli.main(args + ["--debug"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["status"] == "ERROR" and "Traceback (most recent call last)" in err
