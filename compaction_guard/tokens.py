@@ -48,15 +48,13 @@ def seed_tokens(text: str) -> int:
 
 
 def shannon_entropy(text: str) -> float:
-    """Character Shannon entropy in bits (the seed's garbled signal), 2 decimals."""
+    """Character Shannon entropy in bits (the seed's garbled signal), 2 decimals:
+    log2(n) - sum(c log2 c) / n over the characters' counts c."""
     if not text:
         return 0.0
     total = len(text)
-    h = 0.0
-    for count in Counter(text).values():
-        p = count / total
-        h -= p * math.log2(p)
-    return round(h, 2)
+    log2 = math.log2
+    return round(log2(total) - sum(c * log2(c) for c in Counter(text).values()) / total, 2) + 0.0
 
 
 _WS_RE = re.compile(r"\s+")

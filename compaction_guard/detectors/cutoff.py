@@ -58,6 +58,8 @@ def _short_item(text: str):
     if len(lines) < 3:
         return None
     last = lines[-1]
+    if len(last) >= 0.5 * max(len(ln) for ln in lines[:-1]):
+        return None          # not shorter than the lines before it: nothing cut
     head = _head(last)
     peers = [len(ln) for ln in lines[:-1] if _head(ln) == head] if head else []
     if len(peers) >= 2 and len(last) < 0.5 * min(peers):

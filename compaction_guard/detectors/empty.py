@@ -153,8 +153,9 @@ def _headings_only(text: str) -> bool:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
     # loop (repetition), not an empty summary
-    masked = {re.sub(r"\d+", "0", ln) for ln in lines}
-    return bool(lines) and len(masked) == len(lines) and all(_LABEL_LINE_RE.match(ln) for ln in lines)
+    if not lines or not all(_LABEL_LINE_RE.match(ln) for ln in lines):
+        return False
+    return len({re.sub(r"\d+", "0", ln) for ln in lines}) == len(lines)
 
 
 def _is_skeleton(text: str) -> bool:
