@@ -34,10 +34,11 @@ import os, sys, time
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 sys.path.insert(0, sys.argv[3])
 text = open(sys.argv[2], encoding="utf-8").read()
+source = open(sys.argv[4], encoding="utf-8").read() if len(sys.argv) > 4 and sys.argv[4] else None
 t = time.perf_counter()
 if sys.argv[1] == "guard":
     from compaction_guard import validate
-    verdict = validate(text).failures
+    verdict = validate(text, input=source).failures
 else:
     from compaction_guard.seed_rules import validate_summary
     verdict = validate_summary(text, 0)
@@ -69,8 +70,9 @@ print(seconds, int(peak) / 1024, failing)
 """
 
 
-def run(script: str, *args) -> tuple:
-    p = subprocess.run([sys.executable, "-c", script, *map(str, args), str(ROOT)], capture_output=True, text=True)
+def run(script: str, *args, source=None) -> tuple:
+    extra = [str(source)] if source else []
+    p = subprocess.run([sys.executable, "-c", script, *map(str, args), str(ROOT), *extra], capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"benchmark run failed: {p.stderr.strip()[-400:]}")
     seconds, peak, verdict = p.stdout.split(maxsplit=2) if len(p.stdout.split()) > 2 else (*p.stdout.split(), "")
@@ -97,6 +99,7 @@ def summaries(mb: float, rng: random.Random) -> dict:
         "Chinese and Japanese text": fill(cjk, "\n", vary=False),
         "random printable characters": "".join(rng.choice(alphabet) for _ in range(size)),
         "a loop until max_tokens": "The user asked about the build. " + "It failed again at step 3, so we retried it. " * (size // 46),
+        "random, with a random input": "".join(rng.choice(alphabet) for _ in range(size)),
     }
 
 
@@ -129,7 +132,12 @@ def main() -> int:
             p = tmp / "summary.txt"
             p.write_text(text, encoding="utf-8")
             size = p.stat().st_size / 1e6
-            g = run(ONE_SUMMARY, "guard", p)
+            source = None
+            if "input" in name:       # the input, as large again, is read too (grounding, copies)
+                source = tmp / "input.txt"
+                source.write_text("".join(rng.choice("abcdefghij #$%{}<>!?0123456789\n") for _ in range(int(mb * 1e6))),
+                                  encoding="utf-8")
+            g = run(ONE_SUMMARY, "guard", p, source=source)
             s = run(ONE_SUMMARY, "seed", p)
             worst = max(worst, g[0] / size)
             print(f"{name:<30}{size:>6.1f}  {g[0]:>8.2f}{g[0] / size:>7.3f}{g[1]:>9.0f}  {s[0]:>8.2f}{s[0] / size:>7.3f}"

@@ -308,7 +308,17 @@ def _visible(text: str, s: int = 0, e: Optional[int] = None) -> int:
     return len(part) - sum(map(part.count, " \n\t\r"))
 
 
-def _token_junk(text: str, spans: dict, input_text: Optional[str]) -> tuple:
+_TOKEN_EDGES = ".,;:()[]{}\"'`"
+
+
+def _input_tokens(input_text: Optional[str], cache: dict) -> set:
+    """The input's whole tokens, built once per summary (whatever its number of pieces)."""
+    if "known" not in cache:
+        cache["known"] = {t.strip(_TOKEN_EDGES) for t in input_text.split()} if input_text else set()
+    return cache["known"]
+
+
+def _token_junk(text: str, spans: dict, known: set) -> tuple:
     """(junk token indices, token count, token starts) for the token-level patterns;
     a token that also occurs in the input (an identifier the summary kept) is not junk."""
     starts, ends = [], []
@@ -323,8 +333,9 @@ def _token_junk(text: str, spans: dict, input_text: Optional[str]) -> tuple:
             for t in range(max(i, 0), max(j, i + 1)):
                 if t < len(starts) and starts[t] < e and ends[t] > s:
                     junk.add(t)
-    if input_text and junk:
-        junk = {t for t in junk if text[starts[t]:ends[t]].strip(".,;:()[]{}\"'`") not in input_text}
+    if known and junk:
+        # whole tokens of the input (a substring search per token would cost tokens x input)
+        junk = {t for t in junk if text[starts[t]:ends[t]].strip(_TOKEN_EDGES) not in known}
     return junk, len(starts), starts
 
 
@@ -358,7 +369,7 @@ def _chunks(text: str):
         i = j
 
 
-def _measure(text: str, settings, input_text: Optional[str]) -> Optional[dict]:
+def _measure(text: str, settings, input_text: Optional[str], cache: Optional[dict] = None) -> Optional[dict]:
     """Junk in one piece of text, in characters and in tokens (see detect)."""
     spans = _spans(text, settings)
     if not spans:
@@ -386,7 +397,7 @@ def _measure(text: str, settings, input_text: Optional[str]) -> Optional[dict]:
     merged = _merge([sp for k, v in spans.items() if k not in TOKEN_PATTERNS for sp in v])
     # tokens: random strings measured in the tokens they are
     if any(spans.get(k) for k in TOKEN_PATTERNS):
-        junk_tokens, n_tokens, starts = _token_junk(text, spans, input_text)
+        junk_tokens, n_tokens, starts = _token_junk(text, spans, _input_tokens(input_text, {} if cache is None else cache))
     else:
         junk_tokens, n_tokens, starts = set(), 0, []
     firsts = [s for s, e in merged] + [starts[t] for t in junk_tokens]
@@ -412,13 +423,16 @@ def _special_tokens(text: str, input_text: Optional[str]) -> list:
     if "<" not in text:
         return []
     out = []
+    in_input = {}                             # each distinct token looked for once
     for m in SPECIAL_TOKEN_RE.finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1
         if text.count("`", line_start, m.start()) % 2 == 1:
             continue                          # inside inline code
-        if input_text and m.group() in input_text:
-            continue
-        out.append(m.group())
+        tok = m.group()
+        if tok not in in_input:
+            in_input[tok] = bool(input_text) and tok in input_text
+        if not in_input[tok]:
+            out.append(tok)
     return out
 
 
@@ -431,8 +445,9 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
         return [Finding("garbled", f"{len(leaked)} chat-template tokens printed as text (like {leaked[0]!r}): the "
                         "server's chat template does not match the model; fix the template and re-run compaction",
                         figures={"special_tokens": len(leaked), "entropy": entropy})]
+    cache = {}
     if len(text) <= _CHUNK:
-        first = _measure(text, settings, input_text)     # most summaries: nothing at all
+        first = _measure(text, settings, input_text, cache)     # most summaries: nothing at all
         if first is None:
             return []
     else:
@@ -443,7 +458,7 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
            "tok_run": 0, "first": None, "last": 0, "kinds": Counter(), "moji_sample": ""}
     examined = 0
     for off, piece in _chunks(text):
-        m = first if first is not None else _measure(piece, settings, input_text)
+        m = first if first is not None else _measure(piece, settings, input_text, cache)
         examined = off + len(piece)
         if m is None:
             continue

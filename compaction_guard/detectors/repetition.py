@@ -249,7 +249,8 @@ def _lines_from_input(content: str, share: float, input_text: Optional[str], set
         return _WS_RE.sub(" ", text.replace("|", " ")).strip()
 
     tail = content[-max(1, int(len(content) * share)):]
-    lines = [cells(_ITEM_MARK_RE.sub("", ln)) for ln in tail.splitlines()]
+    # at most 64 lines, from the end: each is looked for in the whole input
+    lines = [cells(_ITEM_MARK_RE.sub("", ln)) for ln in tail.splitlines()[-64:]]
     lines = [ln for ln in lines if len(ln) >= 8]
     if len(lines) < 2:
         return False
@@ -263,7 +264,8 @@ def _copied_from_input(data: bytes, stretch: Stretch, input_text: Optional[str])
     if not input_text:
         return False
     source = normalize(input_text)
-    probes = [data[i:i + 32] for i in range(stretch.start, stretch.start + stretch.length - 32, 64)]
+    step = max(64, stretch.length // 32)          # at most ~32 probes, each looked for in the input
+    probes = [data[i:i + 32] for i in range(stretch.start, stretch.start + stretch.length - 32, step)]
     return bool(probes) and sum(1 for p in probes if p in source) >= 0.5 * len(probes)
 
 
