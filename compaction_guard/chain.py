@@ -126,8 +126,9 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
                                     retries=exc.retries))
             continue
         except Exception as exc:   # a summarizer's bug or a malformed answer: escalate, never crash the chain
+            scrub = getattr(summarizer, "_scrub", str)      # an LLM summarizer's key never reaches a reason
             attempts.append(Attempt(request.level, request.strategy, False, ["error"], 0, time.perf_counter() - t0,
-                                    reasons={"error": f"summarizer failed ({type(exc).__name__})"}))
+                                    reasons={"error": f"summarizer failed ({type(exc).__name__}: {scrub(str(exc))[:200]})"}))
             continue
         if not isinstance(reply, SummaryReply):
             reply = SummaryReply("" if reply is None else str(reply))

@@ -96,3 +96,17 @@ def test_every_chain_run_counts_in_level_usage(home):
     assert len(st["chain_history"]) == 3
     rep = operations.report(home)
     assert rep["l3_warning"] and "systemic LLM issue" in rep["l3_warning"]
+
+
+def test_a_summarizer_bug_is_an_attempt_with_its_message():
+    """An unexpected exception escalates like any failure, and the attempt keeps its message,
+    not only its type name."""
+    class Broken:
+        name = "broken"
+
+        def summarize(self, text, request):
+            raise ValueError("the answer had no 'choices' key")
+
+    r = run_chain(TRANSCRIPT, summarizer=Broken())
+    assert r.level_used == 3
+    assert "ValueError: the answer had no 'choices' key" in r.attempts[0].reasons["error"]
