@@ -20,7 +20,7 @@ from typing import Optional
 from .check import check_record
 from .records import SummaryRecord
 from .settings import DEFAULT, Settings
-from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryReply, SummaryRequest, truncate_l3
+from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryReply, SummaryRequest, l2_target, truncate_l3
 from .tokens import estimate_tokens
 
 LEVEL_KEYS = {1: "l1_normal", 2: "l2_aggressive", 3: "l3_deterministic"}
@@ -30,14 +30,14 @@ def level_requests(input_tokens: int, settings: Settings, deadline: Optional[flo
     """The LLM levels' settings. L2: a smaller target and max_tokens, a lower
     temperature (at most 0.2), reasoning reduced."""
     l1_target = max(64, min(settings.l1_max_tokens, int(input_tokens * settings.l1_target_ratio)))
-    l2_target = max(32, min(settings.l2_max_tokens, int(input_tokens * settings.l2_target_ratio)))
+    l2 = l2_target(input_tokens, settings)
     l1_max = l1_target + max(64, l1_target // 2)
-    l2_max = min(l2_target + max(32, l2_target // 2), l1_max - 1)
+    l2_max = min(l2 + max(32, l2 // 2), l1_max - 1)
     l2_temp = min(0.2, settings.l2_temperature, settings.l1_temperature - 0.05)
     return [
         SummaryRequest(level=1, strategy="normal", target_tokens=l1_target, max_tokens=l1_max,
                        temperature=settings.l1_temperature, deadline=deadline),
-        SummaryRequest(level=2, strategy="aggressive", target_tokens=l2_target, max_tokens=l2_max,
+        SummaryRequest(level=2, strategy="aggressive", target_tokens=l2, max_tokens=l2_max,
                        temperature=max(0.0, l2_temp), reduce_reasoning=True, deadline=deadline),
     ]
 

@@ -151,7 +151,8 @@ class Settings:
     # ... for this long.
     breaker_cooldown_seconds: float = 600.0
     max_breaker_events: int = 100
-    # L3: keep the first 30% and last 20% of the input's lines.
+    # L3: the input's head and tail in this proportion (3:2), measured in tokens,
+    # within L2's target.
     l3_head_ratio: float = 0.30
     l3_tail_ratio: float = 0.20
 

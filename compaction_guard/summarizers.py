@@ -7,8 +7,8 @@ One small interface, `Summarizer.summarize(text, request) -> str`, so a real LLM
   sentences (rare words, identifiers, numbers, the latest request) within a token
   target, in their original order. L2 gets a smaller target and keeps only
   sentences that carry facts.
-- truncate_l3: the deterministic last level: the first 30% and last 20% of the
-  input's lines and one marker line saying how many were dropped.
+- truncate_l3: the deterministic last level: the input's head and tail, split
+  3:2 in tokens, within L2's target, and one marker line saying what was dropped.
 """
 from __future__ import annotations
 
@@ -150,33 +150,85 @@ class Truncation:
     unit: str          # "lines", "characters" or "none"
 
 
-def truncate_l3(text: str, settings) -> Truncation:
-    """The first 30% and last 20% of the input's lines, with one marker line.
+def l2_target(input_tokens: int, settings) -> int:
+    """L2's target in tokens (the chain's aggressive level), which L3 fits too."""
+    return max(32, min(settings.l2_max_tokens, int(input_tokens * settings.l2_target_ratio)))
 
-    Always returns something no larger than the input: when dropping lines would
-    not shrink it (few, long lines) it cuts characters instead, at whitespace; when
-    even that would not (a tiny input), it returns the input as it is.
-    """
-    lines = text.splitlines()
-    total = len(lines)
+
+def _prefix_within(text: str, budget: float) -> int:
+    """The longest prefix of `text` within `budget` estimated tokens (binary search:
+    the estimate only grows with the prefix; an ASCII character is at least 1/4 token,
+    so only the first 4 x budget + 8 characters can fit)."""
+    lo, hi = 0, min(len(text), int(budget * 4) + 8)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _suffix_within(text: str, budget: float, floor: int) -> int:
+    """The start of the longest suffix of `text` (not before `floor`) within `budget`."""
+    lo, hi = max(floor, len(text) - int(budget * 4) - 8), len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if estimate_tokens(text[mid:]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _back_to_break(text: str, end: int, start: int) -> int:
+    """Move a head's end back to a line break or a space in its last quarter, if any:
+    a huge line is cut inside, at a character."""
+    room = start + (end - start) * 3 // 4
+    for sep in ("\n", " "):
+        k = text.rfind(sep, room, end)
+        if k > start:
+            return k
+    return end
+
+
+def _on_to_break(text: str, start: int, end: int) -> int:
+    """Move a tail's start on past a line break or a space in its first quarter, if any."""
+    room = start + (end - start) // 4
+    for sep in ("\n", " "):
+        k = text.find(sep, start, room)
+        if k >= 0:
+            return k + 1
+    return start
+
+
+def truncate_l3(text: str, settings, budget: Optional[int] = None) -> Truncation:
+    """The input's head and tail, split l3_head_ratio : l3_tail_ratio in tokens, within
+    `budget` tokens (L2's target by default), with one marker line saying how many
+    tokens were dropped. An input within the budget comes back whole; anything else
+    comes back within the budget, so never larger than the input. The kept text is the
+    input's own: its language and identifiers, by construction. A single huge line is
+    cut inside it, at a character."""
     in_tokens = estimate_tokens(text)
-    if total >= 5:
-        head = max(1, int(total * settings.l3_head_ratio))
-        tail = max(1, int(total * settings.l3_tail_ratio))
-        dropped = total - head - tail
-        note = L3_NOTE.format(dropped=dropped, total=total, unit="lines")
-        out = "\n".join(lines[:head] + [note] + lines[total - tail:])
-        if estimate_tokens(out) < in_tokens:
-            return Truncation(out, dropped, total, "lines")
-    n = len(text)
-    h = _snap(text, int(n * settings.l3_head_ratio))
-    t = _snap(text, n - int(n * settings.l3_tail_ratio))
-    if 0 < h < t < n:
-        note = L3_NOTE.format(dropped=t - h, total=n, unit="characters")
-        out = text[:h].rstrip() + "\n" + note + "\n" + text[t:].lstrip()
-        if estimate_tokens(out) < in_tokens:
-            return Truncation(out, t - h, n, "characters")
-    return Truncation(text, 0, total, "none")
+    note_tokens = estimate_tokens(L3_NOTE.format(dropped=in_tokens, total=in_tokens, unit="tokens"))
+    budget = max(budget or l2_target(in_tokens, settings), note_tokens + 32)
+    if in_tokens <= budget:
+        return Truncation(text, 0, in_tokens, "none")
+    room = budget - note_tokens - 2          # the note and its two line breaks
+    share = settings.l3_head_ratio / (settings.l3_head_ratio + settings.l3_tail_ratio)
+    h = _back_to_break(text, _prefix_within(text, room * share), 0)
+    head = text[:h].rstrip()
+    t = _on_to_break(text, _suffix_within(text, room * (1 - share), h), len(text))
+    tail = text[t:].lstrip()
+    for _ in range(8):                       # the parts' estimates round up: trim until the whole fits
+        kept = estimate_tokens(head) + estimate_tokens(tail)
+        out = f"{head}\n{L3_NOTE.format(dropped=in_tokens - kept, total=in_tokens, unit='tokens')}\n{tail}".strip("\n")
+        if estimate_tokens(out) <= budget:
+            return Truncation(out, in_tokens - kept, in_tokens, "tokens")
+        tail = tail[max(1, len(tail) // 16):] if tail else tail
+        head = head[:-max(1, len(head) // 16)] if not tail and head else head
+    note = L3_NOTE.format(dropped=in_tokens, total=in_tokens, unit="tokens")
+    return Truncation(note, in_tokens, in_tokens, "tokens")
 
 
 def _snap(text: str, pos: int) -> int:

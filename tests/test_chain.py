@@ -4,7 +4,7 @@ import pytest
 from compaction_guard import operations, run_chain
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
-from compaction_guard.summarizers import SummarizerError, truncate_l3
+from compaction_guard.summarizers import SummarizerError, l2_target, truncate_l3
 from compaction_guard.tokens import estimate_tokens
 
 TRANSCRIPT = "\n".join(
@@ -66,19 +66,63 @@ def test_errors_escalate_and_l3_always_returns():
     assert r.attempts[2].valid and "[TRUNCATED:" in r.summary and r.output_tokens < r.input_tokens
 
 
-def test_l3_keeps_head_30_and_tail_20_percent_of_lines():
+def test_l3_keeps_head_and_tail_split_in_tokens_within_l2s_target():
     lines = [f"line {i} of the transcript with some words" for i in range(100)]
-    cut = truncate_l3("\n".join(lines), DEFAULT)
+    text = "\n".join(lines)
+    cut = truncate_l3(text, DEFAULT)
+    budget = l2_target(estimate_tokens(text), DEFAULT)
     out = cut.text.splitlines()
-    assert out[:30] == lines[:30] and out[-20:] == lines[-20:]
-    assert out[30] == "[TRUNCATED: 50 of 100 lines dropped by compaction-resilience-guard L3]"
-    assert cut.dropped == 50
+    assert out[0] == lines[0] and out[-1] == lines[-1]          # the start and the latest state
+    note = next(x for x in out if x.startswith("[TRUNCATED:"))
+    assert note == f"[TRUNCATED: {cut.dropped} of {estimate_tokens(text)} tokens dropped by compaction-resilience-guard L3]"
+    head = estimate_tokens("\n".join(out[:out.index(note)]))
+    tail = estimate_tokens("\n".join(out[out.index(note) + 1:]))
+    assert 1.2 <= head / tail <= 1.8                              # 3:2, measured in tokens
+    assert estimate_tokens(cut.text) <= budget
+
+
+def test_l3_cuts_inside_a_huge_first_line():
+    """A tool dump as the first line kept 99.9% of the input when L3 kept lines."""
+    text = "tool output: " + "x" * 20_000 + "\n" + "\n".join(f"user: step {i}: check service-{i}" for i in range(60))
+    cut = truncate_l3(text, DEFAULT)
+    assert estimate_tokens(cut.text) <= l2_target(estimate_tokens(text), DEFAULT)
+    assert cut.text.startswith("tool output: xxx") and cut.text.endswith("check service-59")
 
 
 @pytest.mark.parametrize("text", ["", "hi", "one line " * 500, "a\nb\nc", "x" * 10_000, "用户" * 3000])
 def test_l3_never_grows_the_input(text):
     cut = truncate_l3(text, DEFAULT)
     assert estimate_tokens(cut.text) <= estimate_tokens(text)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["user: ", "assistant: ", "the build failed at step 3. ", "用户要求迁移会话。", "Пользователь ушёл. ",
+                           "مرحبا بالعالم ", "x" * 300, "\n", " ", "sha256:9f3e2a1b7c ", "🎉", "ok"])
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.lists(_PIECES, max_size=400), st.integers(min_value=0, max_value=3))
+def test_l3_property_within_budget_never_larger_and_its_own_note_is_not_a_finding(pieces, scale):
+    """For any input: L3 is within L2's target (or the input itself when that is smaller),
+    never larger than the input, keeps the input's own text, and the chain's detectors do
+    not report its note (neither as a marker nor as a quoted marker)."""
+    from compaction_guard.check import check_record
+    from compaction_guard.records import SummaryRecord
+    text = "".join(pieces) * (1 + scale)
+    cut = truncate_l3(text, DEFAULT)
+    n = estimate_tokens(text)
+    out = estimate_tokens(cut.text)
+    assert out <= n
+    assert out <= max(l2_target(n, DEFAULT), 64) or cut.text == text
+    if cut.unit == "none":
+        assert cut.text == text
+    else:
+        head = cut.text.split("[TRUNCATED:")[0].strip()
+        assert text.lstrip().startswith(head)
+    r = check_record(SummaryRecord("l3", cut.text, input_text=text), DEFAULT, allow_own_l3=True)
+    assert "truncation_marker" not in r.failures
+    assert not any(w.startswith("quoted_marker") for w in r.warnings)
 
 
 def test_extractive_stays_within_target_in_cjk():

@@ -45,9 +45,9 @@ def find_markers(text: str) -> list:
 
 def detect(content: str, settings, allow_own_l3: bool = False) -> list:
     found = find_markers(content)
+    if allow_own_l3:      # the chain judging its own L3: its note is its own, not a marker to report
+        found = [(n, t, q) for n, t, q in found if not (n == "skill-truncated" and "compaction-resilience-guard" in t)]
     live = [(n, t) for n, t, quoted in found if not quoted]
-    if allow_own_l3:
-        live = [(n, t) for n, t in live if not (n == "skill-truncated" and "compaction-resilience-guard" in t)]
     if live:
         name, text = live[0]
         more = f" and {len(live) - 1} more" if len(live) > 1 else ""
