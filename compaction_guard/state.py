@@ -18,6 +18,7 @@ import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Optional
 
 import yaml
 
@@ -43,22 +44,102 @@ def empty_state() -> dict:
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}}}
 
 
-def _normalize(data: dict) -> dict:
+def _int(v) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _str_or_none(v) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _counts(v) -> Optional[dict]:
+    """{name: count} with every count a non-negative int, or None."""
+    if not isinstance(v, dict) or not all(isinstance(k, str) and _int(n) is not None for k, n in v.items()):
+        return None
+    return v
+
+
+def _valid_day(v) -> bool:
+    return isinstance(v, dict) and all(
+        (_counts(n) is not None) if k == "failures" else (_int(n) is not None) for k, n in v.items())
+
+
+# What each list or map holds; an element of the wrong shape is set aside.
+_ENTRY_CHECKS = {
+    "failures": lambda e: isinstance(e, dict) and _str_or_none(e.get("detected_at")) and _str_or_none(e.get("source")),
+    "check_history": lambda e: isinstance(e, dict) and isinstance(e.get("checked_at"), str),
+    "chain_history": lambda e: isinstance(e, dict) and isinstance(e.get("at"), str),
+}
+
+
+def _normalize(data: dict) -> tuple:
+    """(state, problems): every field checked for its type, element by element; what
+    is wrong is left out and named in `problems` (the state stays usable)."""
+    problems = []
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
+    if not _str_or_none(state.get("last_check_at")):
+        problems.append("last_check_at")
+        state["last_check_at"] = None
     for k in ("circuit", "watermarks", "daily"):
         if not isinstance(state.get(k), dict):
+            problems.append(k)
             state[k] = {}
+    bad_days = [d for d, v in state["daily"].items() if not isinstance(d, str) or not _valid_day(v)]
+    for d in bad_days:
+        del state["daily"][d]
+    problems += [f"daily.{d}" for d in bad_days]
+    bad_marks = [m for m, v in state["watermarks"].items() if not isinstance(m, str) or not isinstance(v, (dict, int, str))]
+    for m in bad_marks:
+        del state["watermarks"][m]
+    problems += [f"watermarks.{m}" for m in bad_marks]
+    c = state["circuit"]
+    if "events" in c and not (isinstance(c["events"], list) and all(isinstance(e, dict) for e in c["events"])):
+        problems.append("circuit.events")
+        c["events"] = [e for e in c["events"] if isinstance(e, dict)] if isinstance(c["events"], list) else []
+    if "consecutive_l3" in c and _int(c["consecutive_l3"]) is None:
+        problems.append("circuit.consecutive_l3")
+        c["consecutive_l3"] = 0
+    if "open_until" in c and not _str_or_none(c["open_until"]):
+        problems.append("circuit.open_until")
+        c["open_until"] = None
     totals = state.get("totals") if isinstance(state.get("totals"), dict) else {}
-    state["totals"] = {"summaries_checked": int(totals.get("summaries_checked") or 0),
-                       "checks": int(totals.get("checks") or 0), "chain_runs": int(totals.get("chain_runs") or 0),
-                       "failures": totals.get("failures") if isinstance(totals.get("failures"), dict) else {}}
-    usage = state.get("level_usage") if isinstance(state.get("level_usage"), dict) else {}
-    state["level_usage"] = {k: int(usage.get(k) or 0) for k in LEVEL_KEYS}
-    for k in ("failures", "check_history", "chain_history"):
-        if not isinstance(state.get(k), list):
+    if not isinstance(state.get("totals"), dict):
+        problems.append("totals")
+    clean = {}
+    for k in ("summaries_checked", "checks", "chain_runs"):
+        clean[k] = _int(totals.get(k, 0))
+        if clean[k] is None:
+            problems.append(f"totals.{k}")
+            clean[k] = 0
+    by_source = totals.get("failures", {})
+    if not isinstance(by_source, dict):
+        problems.append("totals.failures")
+        by_source = {}
+    clean["failures"] = {src: n for src, n in by_source.items() if isinstance(src, str) and _counts(n) is not None}
+    problems += [f"totals.failures.{src}" for src in by_source if src not in clean["failures"]]
+    state["totals"] = clean
+    usage = state.get("level_usage")
+    if not isinstance(usage, dict):
+        problems.append("level_usage")
+        usage = {}
+    state["level_usage"] = {}
+    for k in LEVEL_KEYS:
+        n = _int(usage.get(k, 0))
+        if n is None:
+            problems.append(f"level_usage.{k}")
+        state["level_usage"][k] = n or 0
+    for k, ok in _ENTRY_CHECKS.items():
+        v = state.get(k)
+        if not isinstance(v, list):
+            problems.append(k)
             state[k] = []
-    return state
+            continue
+        kept = [e for e in v if ok(e)]
+        if len(kept) != len(v):
+            problems.append(f"{k} ({len(v) - len(kept)} entries)")
+            state[k] = kept
+    return state, problems
 
 
 class StateStore:
@@ -85,7 +166,10 @@ class StateStore:
             data = safe_yaml(raw.decode("utf-8")) if raw.strip() else {}
             if not isinstance(data, dict):
                 raise ValueError("not a mapping")
-            return _normalize(data)
+            state, problems = _normalize(data)
+            if problems:
+                self._set_aside(raw, problems)
+            return state
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError, UnicodeDecodeError, yaml.YAMLError):
             aside = self.path.with_name(f"{self.path.name}.corrupt-{datetime.now().strftime('%Y%m%dT%H%M%S%f')}")
             try:
@@ -94,6 +178,24 @@ class StateStore:
                 raise GuardError(f"{self.path}: corrupt and cannot be moved aside ({exc.strerror}); move it by hand") from None
             self.warn(f"warning: {self.path} was corrupt; moved it to {aside.name} and started a new state")
             return empty_state()
+
+    def _set_aside(self, raw: bytes, problems: list) -> None:
+        """Keep a copy of a state whose fields were wrong (once per content) and say so once;
+        the state read on is the rest of it, and the next update writes it back whole."""
+        import hashlib
+        digest = hashlib.sha256(raw).hexdigest()[:12]
+        copy = self.path.with_name(f"{self.path.name}.invalid-{digest}")
+        if copy.exists():
+            return
+        try:
+            fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+        except OSError:
+            return                      # a read-only place: read on, say nothing more
+        shown = ", ".join(problems[:6]) + (f" and {len(problems) - 6} more" if len(problems) > 6 else "")
+        self.warn(f"warning: {self.path} had fields of the wrong type ({shown}); left them out and kept the "
+                  f"file as {copy.name}")
 
     # ------------------------------------------------------------------ writing
     def _lock(self, name: str):

@@ -3,6 +3,7 @@ import multiprocessing
 import os
 import stat
 
+import pytest
 import yaml
 
 from compaction_guard import operations
@@ -83,3 +84,32 @@ def test_history_is_bounded_and_failures_not_duplicated(demo_home):
     assert len(keys) == len(set(keys)) == 8   # 7 failing summaries, one with two kinds
     # each stored summary counts once in level_usage (the [TRUNCATED] one as L3), not once per check
     assert st["level_usage"] == {"l1_normal": 9, "l2_aggressive": 0, "l3_deterministic": 1}
+
+
+@pytest.mark.parametrize("bad", [
+    "failures: [1]\n",
+    "daily: {'2026-12-01': 5}\n",
+    "circuit: {events: [1]}\n",
+    "level_usage: {l1_normal: many}\ntotals: {failures: {chain: 3}}\n",
+    "check_history: [[1, 2]]\nchain_history: [7]\nwatermarks: {x: [1]}\n",
+])
+def test_a_state_with_fields_of_the_wrong_type_cannot_crash_a_command(tmp_path, bad):
+    """Every field is checked on read: what is wrong is left out, the file is kept as a copy,
+    and it is said once; --report, --status, Prometheus and --check all run."""
+    from conftest import run_guard
+    home = tmp_path / "home"
+    path = state_path(home)
+    path.parent.mkdir(parents=True)
+    path.write_text("last_check_at: null\n" + bad)
+    outs = [run_guard(*args, home=home) for args in
+            (["--report"], ["--status"], ["--report", "--format", "prometheus"], ["--report", "--format", "json"])]
+    for p in outs:
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+    warned = [p for p in outs if "fields of the wrong type" in p.stderr]
+    assert len(warned) == 1                                      # said once
+    assert len(list(path.parent.glob("state.yaml.invalid-*"))) == 1
+    (home / "s.txt").write_text("The user migrated the sessions to SQLite and added an index on updated_at.")
+    p = run_guard("--check", "--file", str(home / "s.txt"), home=home)
+    assert p.returncode == 0, p.stderr
+    assert StateStore(path, DEFAULT).read()["totals"]["checks"] == 1
