@@ -89,7 +89,8 @@ def _normalize(data: dict) -> tuple:
     for d in bad_days:
         del state["daily"][d]
     problems += [f"daily.{d}" for d in bad_days]
-    bad_marks = [m for m, v in state["watermarks"].items() if not isinstance(m, str) or not isinstance(v, (dict, int, str))]
+    bad_marks = [m for m, v in state["watermarks"].items()
+                 if not isinstance(m, str) or not (v is None or isinstance(v, (dict, int, str)))]
     for m in bad_marks:
         del state["watermarks"][m]
     problems += [f"watermarks.{m}" for m in bad_marks]
