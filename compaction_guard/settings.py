@@ -165,6 +165,9 @@ class Settings:
     max_check_history: int = 100
     max_chain_history: int = 200
     max_daily_days: int = 90
+    # Failure counts are kept per source up to this many sources (files checked with
+    # --file fold into one `file` source, then the smallest into `other`).
+    max_sources_kept: int = 50
     l3_warning_share: float = 0.10
 
     def with_overrides(self, **changes) -> "Settings":

@@ -143,6 +143,30 @@ def _normalize(data: dict) -> tuple:
     return state, problems
 
 
+def fold_sources(by_source: dict, limit: int) -> dict:
+    """Failure counts per source, at most `limit` sources: checked files (`file:<name>`,
+    one per file ever checked with --file) fold into one `file` source first, then the
+    smallest sources into `other`. Counts are summed, never dropped."""
+    if len(by_source) <= limit:
+        return by_source
+
+    def add(into: dict, counts: dict) -> None:
+        for kind, n in counts.items():
+            into[kind] = into.get(kind, 0) + n
+
+    out = {}
+    for src, counts in by_source.items():
+        add(out.setdefault("file" if src.startswith("file:") else src, {}), counts)
+    if len(out) > limit:
+        ranked = sorted(out, key=lambda k: -sum(out[k].values()))
+        other = out.pop("other", {})
+        for src in ranked[limit - 1:]:
+            if src != "other":
+                add(other, out.pop(src))
+        out["other"] = other
+    return out
+
+
 class StateStore:
     """Reads and atomically updates one state file."""
 
@@ -243,6 +267,7 @@ class StateStore:
         state["failures"] = state["failures"][-s.max_failures_kept:]
         state["check_history"] = state["check_history"][:s.max_check_history]
         state["chain_history"] = state["chain_history"][:s.max_chain_history]
+        state["totals"]["failures"] = fold_sources(state["totals"]["failures"], s.max_sources_kept)
 
     def _write(self, state: dict) -> None:
         text = yaml.dump(state, Dumper=_DUMPER, allow_unicode=True, sort_keys=False, default_flow_style=False)

@@ -113,3 +113,23 @@ def test_a_state_with_fields_of_the_wrong_type_cannot_crash_a_command(tmp_path, 
     p = run_guard("--check", "--file", str(home / "s.txt"), home=home)
     assert p.returncode == 0, p.stderr
     assert StateStore(path, DEFAULT).read()["totals"]["checks"] == 1
+
+
+def test_per_source_totals_and_prometheus_labels_stay_bounded(tmp_path):
+    """Every file checked with --file is a source `file:<name>`: counts fold, never drop, and
+    Prometheus shows one `file` label value."""
+    from compaction_guard.render import report_prometheus
+    from prometheus_client.parser import text_string_to_metric_families
+    home = tmp_path / "home"
+    store = StateStore(state_path(home), DEFAULT)
+    with store.update() as st:
+        for i in range(300):
+            st["totals"]["failures"][f"file:summary-{i}.json"] = {"empty": 1, "garbled": i % 2}
+        st["totals"]["failures"]["lossless-claw"] = {"repetition": 4}
+    kept = store.read()["totals"]["failures"]
+    assert len(kept) <= DEFAULT.max_sources_kept
+    assert kept["file"] == {"empty": 300, "garbled": 150} and kept["lossless-claw"] == {"repetition": 4}
+    text = report_prometheus(operations.report(home))
+    sources = {s.labels["source"] for fam in text_string_to_metric_families(text)
+               if fam.name == "compaction_guard_failures" for s in fam.samples}
+    assert sources == {"file", "lossless-claw"}
