@@ -10,6 +10,7 @@ import time
 from compaction_guard import operations
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
+from compaction_guard.stores import sqlite_ro
 from conftest import run_guard
 from openclaw_fixtures import LcmBuilder, agent_db, compaction, message, session_jsonl
 
@@ -295,3 +296,41 @@ def test_staleness_in_bounded_memory_rereads_forgotten_conversations(home):
     by = {r.id: r.failures for r in rep.results}
     assert by["sum_0000000000000a02"] == ["stale"]
     assert sum(1 for f in by.values() if f) == 1
+
+
+def test_a_writer_starting_mid_check_is_read_through_its_lock(tmp_path, monkeypatch):
+    """An idle WAL lcm.db is read `immutable` (no lock, nothing created). A writer that starts
+    during the check (a -wal file appears, a checkpoint rewrites pages of the file) could give
+    a torn read: the batch read while it happened is read again through `mode=ro`, which takes
+    the shared locks, and the check says so. Every record comes out once, with content the
+    database held, and the writer's new summaries are seen."""
+    from compaction_guard.stores import lcm as lcm_store
+    path = tmp_path / "lcm.db"
+    b = LcmBuilder(path)
+    conv = b.conversation("sess-w")
+    for i in range(12):
+        b.summary(conv, f"Leaf {i}: the user migrated batch {i} of the sessions to SQLite.", sid=f"sum_a{i:02d}")
+    b.close()
+    assert not (tmp_path / "lcm.db-wal").exists()
+    monkeypatch.setattr(lcm_store, "BATCH", 4)
+    src = lcm_store.LcmSource(path)
+    assert sqlite_ro.is_immutable(src.con)
+    seen = {}
+    writer = None
+    for n, rec in enumerate(src.records(None)):
+        seen.setdefault(rec.id, []).append(rec.content)
+        if n == 5 and writer is None:        # mid-check: lossless-claw starts writing
+            writer = sqlite3.connect(path)
+            writer.execute("INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, token_count, model) "
+                           "VALUES ('sum_new', ?, 'leaf', 0, 'A new leaf written during the check.', 9, 'm')", (conv,))
+            writer.execute("UPDATE summaries SET content = content || ' (edited)' WHERE summary_id = 'sum_a10'")
+            writer.commit()
+            writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    writer.close()
+    src.close()
+    assert all(len(v) == 1 for v in seen.values())                      # each record once
+    assert "sum_new" in seen and seen["sum_a10"] == [
+        "Leaf 10: the user migrated batch 10 of the sessions to SQLite. (edited)"]   # read after the writer
+    assert seen["sum_a00"] == ["Leaf 0: the user migrated batch 0 of the sessions to SQLite."]
+    assert any("a writer started during the check" in note for note in src.notes)
+    assert not sqlite_ro.is_immutable(src.con)

@@ -66,6 +66,7 @@ class LcmSource(Source):
         self.has_parents = "summary_parents" in cols and "token_count" in cols["summaries"]
         self._max_rowid = 0
         self._start = 0
+        self._file_state = sqlite_ro.file_state(self.path) if sqlite_ro.is_immutable(self.con) else None
 
     # --------------------------------------------------------------- watermark
     def _start_rowid(self, watermark: Optional[dict]) -> int:
@@ -94,11 +95,9 @@ class LcmSource(Source):
                   + "FROM summaries WHERE rowid > ? ORDER BY rowid LIMIT ?")
         last = start
         while True:
-            rows = self.con.execute(select, (last, BATCH)).fetchall()
+            rows, inputs = self._batch(select, last)
             if not rows:
                 break
-            ids = [r[1] for r in rows]
-            inputs = self._input_tokens(ids)
             for rowid, sid, conv, content, kind, model in rows:
                 last = rowid
                 self._max_rowid = rowid
@@ -108,6 +107,31 @@ class LcmSource(Source):
                     source=KIND, input_tokens=inputs.get(sid), stale_scope=f"lcm:{conv}", token_counter="lcm",
                     meta={"fallback": model == "emergency-fallback", "conversation_id": conv, "kind": kind,
                           "model": model, "rowid": rowid})
+
+    def _batch(self, select: str, last: int) -> tuple:
+        """One batch of rows and their inputs. A database opened immutable (WAL, no writer)
+        takes no lock: if a writer starts during the check (a -wal file appears, a
+        checkpoint rewrites pages of the file), what is read may mix old and new pages.
+        So the file is looked at before and after every batch; once it changed, the
+        connection becomes `mode=ro` (it sees the writer's WAL and takes the shared locks)
+        and the batch is read (again) through it."""
+        if not sqlite_ro.is_immutable(self.con):
+            rows = self.con.execute(select, (last, BATCH)).fetchall()
+            return rows, (self._input_tokens([r[1] for r in rows]) if rows else {})
+        if self._file_state is None:
+            self._file_state = sqlite_ro.file_state(self.path)
+        rows = inputs = None
+        if sqlite_ro.file_state(self.path) == self._file_state:
+            rows = self.con.execute(select, (last, BATCH)).fetchall()
+            inputs = self._input_tokens([r[1] for r in rows]) if rows else {}
+        if sqlite_ro.file_state(self.path) != self._file_state:
+            self.con.close()
+            self.con = sqlite_ro.connect(self.path, "lossless-claw database (lcm.db)", shared=True)
+            self.notes.append(f"{self.path}: a writer started during the check; read on through its lock, "
+                              "what it may have touched read again")
+            rows = self.con.execute(select, (last, BATCH)).fetchall()
+            inputs = self._input_tokens([r[1] for r in rows]) if rows else {}
+        return rows, inputs
 
     def _input_tokens(self, ids: list) -> dict:
         out = {}

@@ -8,6 +8,7 @@ waited for up to the busy timeout) is opened `mode=ro`.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import urllib.parse
 from pathlib import Path
@@ -26,7 +27,24 @@ def is_sqlite(path: Path) -> bool:
         return False
 
 
-def connect(path: Path, what: str) -> sqlite3.Connection:
+def file_state(path: Path) -> tuple:
+    """What changes when anyone writes the database: its size, mtime and inode, and
+    whether a -wal file exists (a writer has started)."""
+    try:
+        st = os.stat(path)
+        return st.st_size, st.st_mtime_ns, st.st_ino, os.path.exists(str(path) + "-wal")
+    except OSError:
+        return None
+
+
+def is_immutable(con: sqlite3.Connection) -> bool:
+    return getattr(con, "_guard_immutable", False)
+
+
+def connect(path: Path, what: str, shared: bool = False) -> sqlite3.Connection:
+    """A read-only connection. `immutable` (creates nothing, takes no lock) for a WAL
+    database with no writer; `shared=True` forces `mode=ro`, which sees a writer's WAL
+    and takes the shared locks (used once a writer has appeared, see LcmSource)."""
     path = Path(path).resolve()
     if not is_sqlite(path):
         raise GuardError(f"{path}: not a SQLite database; check the path to the {what}")
@@ -34,7 +52,8 @@ def connect(path: Path, what: str) -> sqlite3.Connection:
     with open(path, "rb") as fh:
         header = fh.read(20)
     wal_mode = len(header) >= 20 and header[18] == 2 and header[19] == 2
-    query = "mode=ro&immutable=1" if wal_mode and not wal.exists() else "mode=ro"
+    immutable = wal_mode and not wal.exists() and not shared
+    query = "mode=ro&immutable=1" if immutable else "mode=ro"
     uri = f"file:{urllib.parse.quote(str(path))}?{query}"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
@@ -44,7 +63,18 @@ def connect(path: Path, what: str) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise GuardError(f"{path}: cannot be read as a SQLite database ({exc}); check that it is the {what} "
                          "and not damaged") from None
-    return con
+    return _Connection(con, immutable)
+
+
+class _Connection:
+    """A sqlite3 connection that remembers whether it was opened immutable."""
+
+    def __init__(self, con: sqlite3.Connection, immutable: bool):
+        self._con = con
+        self._guard_immutable = immutable
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
 
 
 def tables(con: sqlite3.Connection) -> dict:
