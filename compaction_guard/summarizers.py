@@ -229,12 +229,3 @@ def truncate_l3(text: str, settings, budget: Optional[int] = None) -> Truncation
         head = head[:-max(1, len(head) // 16)] if not tail and head else head
     note = L3_NOTE.format(dropped=in_tokens, total=in_tokens, unit="tokens")
     return Truncation(note, in_tokens, in_tokens, "tokens")
-
-
-def _snap(text: str, pos: int) -> int:
-    """Move `pos` to the nearest whitespace within 200 characters."""
-    lo = max(0, pos - 200)
-    i = text.rfind(" ", lo, pos + 1)
-    j = text.rfind("\n", lo, pos + 1)
-    k = max(i, j)
-    return k if k > 0 else pos
