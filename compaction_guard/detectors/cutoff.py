@@ -36,7 +36,7 @@ _CJK_RE = re.compile(f"[{CJK_CLASS}]")
 _INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
 
 
-def _closes_sentences(lines: list, last: str) -> bool:
+def _closes_sentences(lines: list, last: str) -> tuple:
     """Whether the writer closes sentences: at least cutoff_min_closed_share of the
     earlier prose lines end with closing punctuation, or (one line) the last line
     has a closed sentence inside it."""

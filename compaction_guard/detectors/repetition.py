@@ -280,19 +280,20 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
         return False, unit, 0, False, 0.0, None
     at_end = end >= len(data)
     share = copies * len(unit) / len(data)
+    word_for_word = None          # measured once, when needed
     if at_end:
         loop = masked = _enough(copies, unit, True, settings)
         if not loop and _enough(copies, unit, False, settings):
             # enough copies only if they are word for word, or if max_tokens cut the text
             # inside one: three lines that differ in a version number, whole, are a list
-            loop = _word_for_word(content, settings)
+            loop = word_for_word = _word_for_word(content, settings)
             if not loop and cutoff.detect(content, settings):
                 loop = masked = True
     else:
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
             and _enough(copies, unit, True, settings)
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
-            and not _word_for_word(content, settings):
+            and not (word_for_word if word_for_word is not None else _word_for_word(content, settings)):
         return False, unit, copies, at_end, share, Finding(
             "repetitive", f"{_describe(unit)!r} repeated {copies} times with only its numbers changing, each a line "
             "of the input: picked from the history", failure=False,
@@ -341,17 +342,18 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         if warn is None and copies >= 2 and looped >= settings.loop_warn_bytes:
             warn = Finding("repetitive", f"{what} back to back ({share:.0%} of the summary)", failure=False,
                            figures=figures)
-    final = nov.final
     # one template over and over with a word changing: no exact unit, nothing new for
     # most of the text up to a cut. On the real model outputs this was right once and
-    # wrong twice (prose restating itself), so it is a warning, not a failure.
+    # wrong twice (prose restating itself), so it is a warning, not a failure; looked
+    # for only when nothing else was found and the text ends in a low-novelty stretch.
+    final = nov.final if warn is None else None
     if final is not None and not cutoff.detect(content, settings):
         final = None
     if final is not None and final.length < settings.loop_template_min_share * n <= 4 * settings.loop_template_min_bytes:
         # in a short text the coarse blocks may miss the start of the stretch: measure finely
         fine = measure(data, settings, settings.loop_fine_block_bytes, settings.loop_fine_max_novelty).final
         final = fine if fine is not None and fine.length > final.length else final
-    if warn is None and final is not None \
+    if final is not None \
             and final.length >= max(settings.loop_template_min_bytes, settings.loop_template_min_share * n) \
             and not _copied_from_input(data, final, input_text):
         unit = data[final.start:final.start + 48]
