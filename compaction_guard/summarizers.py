@@ -106,7 +106,8 @@ class ExtractiveSummarizer:
             if not ws:
                 scores.append(0.0)
                 continue
-            s = sum(math.log(1 + n / df[w]) * (2.0 if _IDENT_RE.search(w) else 1.0) for w in ws)
+            # fsum: exact, so the score does not depend on the set's (hash-seeded) order
+            s = math.fsum(math.log(1 + n / df[w]) * (2.0 if _IDENT_RE.search(w) else 1.0) for w in ws)
             s /= 1 + math.log(1 + len(ws))
             if i >= n - 2:
                 s *= 1.5   # the latest request and state

@@ -53,8 +53,16 @@ def shannon_entropy(text: str) -> float:
     if not text:
         return 0.0
     total = len(text)
-    log2 = math.log2
-    return round(log2(total) - sum(c * log2(c) for c in Counter(text).values()) / total, 2) + 0.0
+    counts = Counter(text).values()
+    if total < len(_CLOG2):       # c log2 c from a table, summed in C
+        s = sum(map(_CLOG2.__getitem__, counts))
+    else:
+        log2 = math.log2
+        s = sum(c * log2(c) for c in counts)
+    return round(math.log2(total) - s / total, 2) + 0.0
+
+
+_CLOG2 = [0.0] + [c * math.log2(c) for c in range(1, 1 << 14)]
 
 
 _WS_RE = re.compile(r"\s+")

@@ -185,7 +185,8 @@ _SUSPECT_RE = re.compile(
 )
 
 
-_LONG_TOKEN_RE = re.compile(r"\S{40}")
+# tried at token starts only: a long word is not scanned again from each of its letters
+_LONG_TOKEN_RE = re.compile(r"(?<!\S)\S{40}")
 
 
 def _spans(text: str, settings) -> dict:
