@@ -67,6 +67,7 @@ def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Opt
 def _result(rec, findings, output_tokens, input_tokens, entropy) -> Result:
     r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy)
     r.new = rec.new
+    r.key = rec.key
     r.fallback = bool((rec.meta or {}).get("fallback"))
     return r
 

@@ -134,13 +134,14 @@ table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px
 <div class="muted">State: {escape(rep['state_file'])} · last check {escape(str(rep.get('last_check_at') or 'never'))}</div>
 <p class="status {escape(status['status'])}">Status: {escape(status['status'])}</p>
 <div class="cards">
-<div class="card"><b>{total}</b>compactions tracked</div>
-<div class="card"><b>{rep['level_share']['l3_deterministic']:.0%}</b>written by L3 fallback</div>
+<div class="card"><b>{rep['stored_total']}</b>stored summaries (each counted once)</div>
+<div class="card"><b>{rep['fallback_share']:.0%}</b>of them written by a fallback</div>
+<div class="card"><b>{total}</b>chain runs ({rep['level_share']['l3_deterministic']:.0%} at L3)</div>
 <div class="card"><b>{status['summaries_checked']}</b>summaries in the last check</div>
 <div class="card"><b>{status['failures_found']}</b>failing in the last check</div>
 </div>
 {warn}
-<h2>Level mix</h2>
+<h2>Level mix of the guard's chain runs</h2>
 {_share_svg(usage)}
 <div>{legend}</div>
 <h2>Per day {period}</h2>

@@ -1,7 +1,7 @@
 """The guard's operations, one function per command; the CLI is a thin layer over them.
 
     check(home=..., file=None)        -> CheckReport, recorded in the state
-    simulate(text, summarizer=None)   -> ChainResult, counted in level_usage
+    simulate(text, summarizer=None)   -> ChainResult, counted in level_usage (chain runs by level)
     compact(text, ...)                -> ChainResult for compactors (same chain as simulate)
     report(home)                      -> dict: level mix, L3 warning, recent failures, breaker
     status(home)                      -> dict: the last check at a glance
@@ -22,7 +22,8 @@ from .providers import ProviderChoice
 from .check import CheckReport, auto_workers, iter_results
 from .errors import GuardError
 from .settings import DEFAULT, Settings
-from .state import LEVEL_KEYS, StateStore, record_chain, record_check, state_path
+from .ledger import digest as ledger_digest
+from .state import LEVEL_KEYS, STORED_KEYS, StateStore, apply_counts, record_chain, record_check, state_path
 from . import stores
 
 
@@ -53,7 +54,7 @@ def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, 
 
 def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress):
     report = CheckReport()
-    marks = store.read().get("watermarks", {}) if (save and file is None) else {}
+    marks = store.read().get("watermarks", {}) if save else {}
     if file is not None:
         sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home,
                                     max_bytes=settings.max_file_bytes)]
@@ -65,74 +66,155 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
                                 "nothing to check")
     new_marks = {}
     log = FailureLog(settings.max_failures_kept)
-    for src in sources:
-        mark = None if (file is not None) else marks.get(src.key)
-        try:
-            total = src.count(None if recheck_all else mark)
-            workers = auto_workers(total)
-            done = 0
-            records = src.records(None if recheck_all else mark)
-            if recheck_all and mark:
-                records = _mark_old(src, records, mark)
-            if isinstance(src, stores.ListSource):
-                records = list(records)        # already in memory: workers share it (check.iter_results)
-            for result in iter_results(records, settings, source=src, workers=workers):
-                report.add(result, collect)
-                log.add(result, report.checked_at)
-                done += 1
-                if on_result:
-                    on_result(result)
-                if on_progress and done % 500 == 0:
-                    on_progress(done, total, src.kind)
-            new_marks[src.key] = src.new_watermark()
-        except (GuardError, sqlite3.Error, OSError) as exc:
-            report.errors.append(str(exc) if isinstance(exc, GuardError)
-                                 else f"{src.path}: could not be read to the end ({exc}); the rest was checked")
-        finally:
-            src.close()
-        report.sources.append(src.describe())
-        report.notes.extend(src.notes)
-    if on_progress:
-        on_progress(report.checked, report.checked, "done")
+    # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to
+    # the ledger whose result this check has; `known`: summaries a guard older than the
+    # ledger counted (below its watermark), added to the ledger uncounted.
+    ledger, ledger_error = None, None
     if save:
         try:
-            with store.update() as state:
-                record_check(state, report, settings, log)
-                if file is None:
-                    state.setdefault("watermarks", {}).update({k: v for k, v in new_marks.items() if v is not None})
-        except GuardError as exc:   # the check ran; say that its outcome could not be recorded
-            report.errors.append(str(exc))
+            ledger = _open_ledger(store)
+        except GuardError as exc:       # the check still runs; its outcome cannot be recorded
+            ledger_error = str(exc)
+    fresh, known = set(), set()
+    try:
+        for src in sources:
+            # a file named with --file is read whole; its summaries still count once
+            mark = marks.get(src.key) if file is None else None
+            try:
+                read_mark = None if recheck_all else mark
+                if ledger is not None and isinstance(src, stores.ListSource):
+                    known.update(ledger_digest(src.count_key(_Id(i))) for i in (mark or {}).get("ids", []))
+                    if file is None and not recheck_all:
+                        read_mark = dict(mark or {}, counted=lambda r, src=src: ledger.has(ledger_digest(src.count_key(r))))
+                total = src.count(read_mark)
+                workers = auto_workers(total)
+                done = 0
+                records = _keyed(src, src.records(read_mark), ledger, marks.get(src.key), known)
+                if isinstance(src, stores.ListSource):
+                    records = list(records)        # already in memory: workers share it (check.iter_results)
+                for result in iter_results(records, settings, source=src, workers=workers):
+                    if result.new:
+                        d = ledger_digest(result.key)
+                        result.new = d not in fresh
+                        fresh.add(d)
+                    report.add(result, collect)
+                    log.add(result, report.checked_at)
+                    done += 1
+                    if on_result:
+                        on_result(result)
+                    if on_progress and done % 500 == 0:
+                        on_progress(done, total, src.kind)
+                new_marks[src.key] = src.new_watermark()
+            except (GuardError, sqlite3.Error, OSError) as exc:
+                report.errors.append(str(exc) if isinstance(exc, GuardError)
+                                     else f"{src.path}: could not be read to the end ({exc}); the rest was checked")
+            finally:
+                src.close()
+            report.sources.append(src.describe())
+            report.notes.extend(src.notes)
+        if on_progress:
+            on_progress(report.checked, report.checked, "done")
+        if ledger_error:
+            report.errors.append(ledger_error)
+        elif save:
+            _record(store, ledger, report, settings, log, fresh | known, new_marks if file is None else None)
+    finally:
+        if ledger is not None:
+            ledger.close()
     return report
 
 
-def _mark_old(src, records, mark):
-    """--all re-checks everything; what the watermark had covered is not new."""
-    old = src.covered(mark)
-    for r in records:
-        if old(r):
-            r.new = False
-        yield r
+class _Id:
+    """A record known only by its id (an older watermark's list of DAG node ids)."""
+
+    def __init__(self, rid):
+        self.id = str(rid)
+        self.meta = {}
+
+
+def _open_ledger(store):
+    from .ledger import Ledger, ledger_path
+    return Ledger(ledger_path(store.path))
+
+
+def _keyed(src, records, ledger, old_mark, known):
+    """Give each record its identity and say whether it is new: not in the ledger, and
+    not below the watermark of a guard older than the ledger (those are `known`)."""
+    covered = None
+    for rec in records:
+        rec.key = src.count_key(rec)
+        if ledger is not None:
+            d = ledger_digest(rec.key)
+            if d in known or ledger.has(d):
+                rec.new = False
+            else:
+                if covered is None:      # asked after the source started reading (it knows the file then)
+                    covered = src.covered(old_mark) if old_mark else (lambda r: False)
+                rec.new = not covered(rec)
+                if not rec.new:
+                    known.add(d)
+        yield rec
+
+
+def _record(store, ledger, report, settings, log, keys, new_marks) -> None:
+    """Count the check's new summaries (the ledger's two phases) and record the check."""
+    try:
+        with store.update() as state:
+            state["counted_batch"] = ledger.settle(state["counted_batch"], lambda c: apply_counts(state, c))
+            batch = state["counted_batch"] + 1
+            counts = log.counts(report.checked_at)
+            ledger.stage(keys, counts, batch)
+            record_check(state, report, settings, counts)
+            state["counted_batch"] = batch
+            if new_marks is not None:
+                wm = state.setdefault("watermarks", {})
+                for k, v in new_marks.items():
+                    if v is None:
+                        wm.pop(k, None)          # read whole each time: the ledger says what was counted
+                    else:
+                        wm[k] = v
+                for k in [k for k in wm if not _store_exists(k)]:
+                    del wm[k]                    # a store that is gone keeps no watermark
+        ledger.done(batch)
+    except GuardError as exc:   # the check ran; say that its outcome could not be recorded
+        report.errors.append(str(exc))
+    except sqlite3.Error as exc:
+        report.errors.append(f"{ledger.path}: the guard's count ledger could not be written ({exc}); this check's "
+                             "summaries were not counted (the next check counts them)")
+
+
+def _store_exists(mark_key: str) -> bool:
+    """Watermark keys are `<kind>:<path>`."""
+    _, _, path = mark_key.partition(":")
+    return bool(path) and Path(path).exists()
 
 
 class FailureLog:
-    """The failures of summaries new to this check, newest kept (bounded): ids and
-    figures, never summary text; and how many new summaries each level wrote."""
+    """What summaries new to the ledger add: how many each writer (model or fallback)
+    wrote, failures by source and kind, and the newest failure records (bounded): ids
+    and figures, never summary text."""
 
     def __init__(self, limit: int):
         self.entries = deque(maxlen=limit)
-        self.new_by_level = Counter()
-        self.counts = Counter()       # (source, kind) -> failures among new summaries
+        self.stored = Counter()
+        self.failures = Counter()       # (source, kind) -> failures among new summaries
 
     def add(self, result, when: str) -> None:
         if not getattr(result, "new", True):
             return
         fallback = getattr(result, "fallback", False) or "truncation_marker" in result.failures
-        self.new_by_level["l3_deterministic" if fallback else "l1_normal"] += 1
+        self.stored["by_fallback" if fallback else "by_model"] += 1
         for kind in result.failures:
-            self.counts[(result.source, kind)] += 1
+            self.failures[(result.source, kind)] += 1
             self.entries.append({"summary_id": result.id, "failure_type": kind, "level_used": 3 if fallback else 1,
                                  "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
                                  "detected_at": when, "source": result.source})
+
+    def counts(self, when: str) -> dict:
+        """The batch the ledger keeps until the state has it (state.apply_counts)."""
+        return {"day": when[:10], "stored": dict(self.stored),
+                "failures": [[src, kind, n] for (src, kind), n in sorted(self.failures.items())],
+                "entries": list(self.entries)}
 
 
 def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,
@@ -188,10 +270,12 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
     while d <= today:
         entry = state["daily"].get(d.isoformat(), {})
         daily.append({"date": d.isoformat(), **{k: int(entry.get(k, 0)) for k in LEVEL_KEYS},
+                      **{f"stored_{k}": int(entry.get(f"stored_{k}", 0)) for k in STORED_KEYS},
                       "checked": int(entry.get("checked", 0)), "failures": dict(entry.get("failures", {}))})
         d += timedelta(days=1)
     if since:
         usage = {k: sum(x[k] for x in daily) for k in LEVEL_KEYS}
+        stored = {k: sum(x[f"stored_{k}"] for x in daily) for k in STORED_KEYS}
         failures = [f for f in state["failures"] if str(f.get("detected_at", "")) >= start.isoformat()]
         by_source = {}
         for f in failures:
@@ -199,14 +283,13 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
             src[f.get("failure_type")] = src.get(f.get("failure_type"), 0) + 1
     else:
         usage = state["level_usage"]
+        stored = state["stored_summaries"]
         failures = state["failures"]
         by_source = state["totals"]["failures"]
     total = sum(usage.values())
     share = {k: (usage[k] / total if total else 0.0) for k in LEVEL_KEYS}
-    warning = None
-    if total and share["l3_deterministic"] > settings.l3_warning_share:
-        warning = (f"L3 deterministic fallback is {share['l3_deterministic']:.0%} of compactions "
-                   f"(over {settings.l3_warning_share:.0%}): systemic LLM issue, check the summarizer's model and provider")
+    stored_total = sum(stored.values())
+    fallback_share = stored["by_fallback"] / stored_total if stored_total else 0.0
     return {
         "state_file": str(state_path(home)),
         "since": start.isoformat() if since else None,
@@ -214,7 +297,10 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "level_usage": usage,
         "level_share": {k: round(v, 4) for k, v in share.items()},
         "total_compactions": total,
-        "l3_warning": warning,
+        "stored_summaries": stored,
+        "stored_total": stored_total,
+        "fallback_share": round(fallback_share, 4),
+        "l3_warning": _l3_warning(stored_total, fallback_share, total, share["l3_deterministic"], settings),
         "failures_by_kind": dict(Counter(f.get("failure_type") for f in failures).most_common()),
         "failures_by_source": by_source,
         "failures_total": len(failures),
@@ -226,6 +312,22 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "last_check": state["check_history"][0] if state["check_history"] else None,
         "circuit_breaker": _breaker_summary(state, settings),
     }
+
+
+def _l3_warning(stored_total: int, fallback_share: float, chain_runs: int, l3_share: float,
+                settings: Settings) -> Optional[str]:
+    """The systemic-LLM warning, over each population that is a compaction: the stored
+    summaries (the agent's compactions, by who wrote them) and the guard's own chain
+    runs (when it is the compactor), each over its own count."""
+    out = []
+    if stored_total and fallback_share > settings.l3_warning_share:
+        out.append(f"a deterministic fallback wrote {fallback_share:.0%} of the {stored_total} stored summaries")
+    if chain_runs and l3_share > settings.l3_warning_share:
+        out.append(f"the guard's chain ended at L3 in {l3_share:.0%} of its {chain_runs} runs")
+    if not out:
+        return None
+    return (f"{'; '.join(out)} (over {settings.l3_warning_share:.0%}): systemic LLM issue, check the summarizer's "
+            "model and provider")
 
 
 def _breaker_summary(state: dict, settings: Settings) -> dict:
@@ -244,6 +346,8 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
     last = state["check_history"][0] if state["check_history"] else None
     usage = state["level_usage"]
     total = sum(usage.values())
+    stored = state["stored_summaries"]
+    stored_total = sum(stored.values())
     return {
         "state_file": str(state_path(home)),
         "last_check_at": state["last_check_at"],
@@ -253,5 +357,7 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
         "failures_by_kind": last.get("failures_by_kind", {}) if last else {},
         "level_usage": usage,
         "l3_share": round(usage["l3_deterministic"] / total, 4) if total else 0.0,
+        "stored_summaries": stored,
+        "fallback_share": round(stored["by_fallback"] / stored_total, 4) if stored_total else 0.0,
         "circuit_open_until": breaker.open_until(state),
     }

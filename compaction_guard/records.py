@@ -19,7 +19,8 @@ class SummaryRecord:
                    (one DAG, one conversation); None compares only with `previous`
     token_counter: how to count the summary's tokens so they compare with input_tokens:
                    "guard" (tokens.estimate_tokens) or "lcm" (lossless-claw's own estimate)
-    new:           first seen by this check (beyond the store's watermark): counts in level_usage
+    new:           never counted before (ledger.py decides; set by the check)
+    key:           its identity across checks (Source.count_key), set by the check
     meta:          store facts: fallback (written with no model), session, timestamp, tokens_before...
     """
 
@@ -32,4 +33,5 @@ class SummaryRecord:
     stale_scope: Optional[str] = None
     token_counter: str = "guard"
     new: bool = True
+    key: Optional[str] = None
     meta: dict = field(default_factory=dict)

@@ -186,7 +186,7 @@ def simulate_text(result) -> str:
 def _daily_chart(daily: list, width: int = 40) -> list:
     """One line per day: L1 █, L2 ▒, L3 ░ bars scaled to the busiest day, then the figures."""
     peak = max((d["l1_normal"] + d["l2_aggressive"] + d["l3_deterministic"] for d in daily), default=0)
-    out = [f"  {'day':<10}  {'L1 █  L2 ▒  L3 ░':<{width}}  L1/L2/L3  failures"]
+    out = [f"  {'day':<10}  {'L1 █  L2 ▒  L3 ░':<{width}}  L1/L2/L3  stored(model/fallback)  failures"]
     for d in daily:
         n1, n2, n3 = d["l1_normal"], d["l2_aggressive"], d["l3_deterministic"]
         total = n1 + n2 + n3
@@ -198,20 +198,28 @@ def _daily_chart(daily: list, width: int = 40) -> list:
         bar = ("█" * w1 + "▒" * w2 + "░" * w3)[:width + 3]
         fails = sum(d["failures"].values())
         figures = f"{n1}/{n2}/{n3}" if total else "-"
-        out.append(f"  {d['date']:<10}  {bar:<{width}}  {figures:<8}  {fails or ''}")
+        sm, sf = d.get("stored_by_model", 0), d.get("stored_by_fallback", 0)
+        stored = f"{sm}/{sf}" if sm or sf else "-"
+        out.append(f"  {d['date']:<10}  {bar:<{width}}  {figures:<8}  {stored:<22}  {fails or ''}")
     return out
 
 
 def report_text(rep: dict) -> str:
     total = rep["total_compactions"]
     head = f"since {rep['since']}" if rep.get("since") else "all time"
+    stored, stored_total = rep["stored_summaries"], rep["stored_total"]
     out = ["Compaction Resilience Report", "-" * 60, f"  State: {rep['state_file']}",
-           f"  Last check: {rep['last_check_at'] or 'never'}", f"  Compactions tracked ({head}): {total}"]
+           f"  Last check: {rep['last_check_at'] or 'never'}",
+           f"  Summaries found in the stores ({head}, each counted once): {stored_total}"]
+    for k, name in (("by_model", "written by the model"), ("by_fallback", "written by a fallback")):
+        share = stored[k] / stored_total if stored_total else 0.0
+        out.append(f"    {name:<22} {stored[k]:>6} {share:>6.1%} {'█' * round(share * 30)}")
+    out.append(f"  The guard's chain runs ({head}, --compact/--simulate): {total}")
     for k, name in LEVEL_NAMES.items():
         n = rep["level_usage"][k]
         share = rep["level_share"][k]
         bar = "█" * round(share * 30)
-        out.append(f"    {name:<17} {n:>6} {share:>6.1%} {bar}")
+        out.append(f"    {name:<22} {n:>6} {share:>6.1%} {bar}")
     if rep["l3_warning"]:
         out += ["", f"  WARNING: {rep['l3_warning']}"]
     days = rep.get("daily") or []
@@ -261,8 +269,10 @@ def report_prometheus(rep: dict) -> str:
             out.append(f"{name}{lab} {value}")
 
     totals = rep["totals"]
-    metric("compaction_guard_compactions_total", "counter", "Compactions seen, by the chain level that produced them.",
-           [({"level": k}, rep["level_usage"][k]) for k in LEVEL_NAMES])
+    metric("compaction_guard_compactions_total", "counter", "Runs of the guard's chain, by the level that produced "
+           "the summary.", [({"level": k}, rep["level_usage"][k]) for k in LEVEL_NAMES])
+    metric("compaction_guard_stored_summaries_total", "counter", "Summaries found in the stores, each counted once, "
+           "by who wrote them.", [({"written_by": k[3:]}, rep["stored_summaries"][k]) for k in ("by_model", "by_fallback")])
     # one label value per store kind: files checked with --file (`file:<name>`) are one `file`
     # source here, so the label set stays bounded whatever was checked
     by_source = {}
@@ -287,8 +297,10 @@ def report_prometheus(rep: dict) -> str:
            [({}, last.get("failures_found", 0))])
     metric("compaction_guard_healthy", "gauge", "1 when the last check found no failure.",
            [({}, 1 if (last.get("status") or "HEALTHY") == "HEALTHY" else 0)])
-    metric("compaction_guard_l3_share", "gauge", "Share of compactions produced by the L3 deterministic fallback.",
+    metric("compaction_guard_l3_share", "gauge", "Share of the guard's chain runs that ended at L3.",
            [({}, rep["level_share"]["l3_deterministic"])])
+    metric("compaction_guard_fallback_share", "gauge", "Share of the stored summaries a deterministic fallback wrote.",
+           [({}, rep["fallback_share"])])
     cb = rep.get("circuit_breaker") or {}
     metric("compaction_guard_circuit_open", "gauge", "1 while the circuit breaker skips the LLM levels.",
            [({}, 1 if cb.get("open_until") else 0)])
@@ -313,7 +325,9 @@ def status_text(st: dict) -> str:
     return "\n".join([
         f"Compaction Resilience Guard — {st['status']} — last check: {st['last_check_at'] or 'never'}",
         line2,
-        f"  Chain: {total} compactions | L1 {usage['l1_normal']} · L2 {usage['l2_aggressive']} · "
+        f"  Stored: {sum(st['stored_summaries'].values())} summaries, {st['stored_summaries']['by_fallback']} by a "
+        f"fallback ({st['fallback_share']:.0%})",
+        f"  Chain: {total} runs | L1 {usage['l1_normal']} · L2 {usage['l2_aggressive']} · "
         f"L3 {usage['l3_deterministic']} ({st['l3_share']:.0%} L3)"
         + (f" | circuit breaker OPEN until {st['circuit_open_until']}" if st.get("circuit_open_until") else ""),
         "",

@@ -2,7 +2,10 @@
 
 `$OPENCLAW_HOME/skill-state/compaction-resilience-guard/state.yaml` with the seed's
 fields (last_check_at, level_usage, failures, check_history) plus chain_history,
-circuit (the breaker) and watermarks (how far each store has been checked).
+circuit (the breaker), watermarks (how far each store has been read), stored_summaries
+and counted_batch (which summaries were counted lives in ledger.py's counted.sqlite).
+level_usage counts the guard's chain runs by level; stored_summaries counts the
+summaries found in the stores, each once, by who wrote them.
 Every update is a read-modify-write under an exclusive flock on a sibling lock
 file, written to a temp file, fsynced and renamed over the old one: concurrent
 runs lose no update and a reader never sees half a file. A state file that does
@@ -38,10 +41,16 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# Stored summaries by who wrote them: the store's model, or a deterministic fallback
+# (a truncation marker, lossless-claw's model='emergency-fallback').
+STORED_KEYS = ("by_model", "by_fallback")
+
+
 def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
-            "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}}}
+            "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}},
+            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0}
 
 
 def _int(v) -> Optional[int]:
@@ -120,16 +129,20 @@ def _normalize(data: dict) -> tuple:
     clean["failures"] = {src: n for src, n in by_source.items() if isinstance(src, str) and _counts(n) is not None}
     problems += [f"totals.failures.{src}" for src in by_source if src not in clean["failures"]]
     state["totals"] = clean
-    usage = state.get("level_usage")
-    if not isinstance(usage, dict):
-        problems.append("level_usage")
-        usage = {}
-    state["level_usage"] = {}
-    for k in LEVEL_KEYS:
-        n = _int(usage.get(k, 0))
-        if n is None:
-            problems.append(f"level_usage.{k}")
-        state["level_usage"][k] = n or 0
+    for field, keys in (("level_usage", LEVEL_KEYS), ("stored_summaries", STORED_KEYS)):
+        usage = state.get(field)
+        if not isinstance(usage, dict):
+            problems.append(field)
+            usage = {}
+        state[field] = {}
+        for k in keys:
+            n = _int(usage.get(k, 0))
+            if n is None:
+                problems.append(f"{field}.{k}")
+            state[field][k] = n or 0
+    if _int(state.get("counted_batch")) is None:
+        problems.append("counted_batch")
+        state["counted_batch"] = 0
     for k, ok in _ENTRY_CHECKS.items():
         v = state.get(k)
         if not isinstance(v, list):
@@ -296,34 +309,43 @@ class StateStore:
 
 
 # ---------------------------------------------------------------------- recording
-def record_check(state: dict, report, settings, log=None) -> int:
+def record_check(state: dict, report, settings, counts: Optional[dict] = None) -> int:
     """Add a check's outcome to `state`. Returns how many failures were recorded.
 
-    Each stored summary counts once in level_usage, the first check that sees it
-    (incremental checks only yield new ones; --all marks the rest as old):
-    l3_deterministic when a fallback wrote it (a truncation marker, or lossless-claw's
-    model='emergency-fallback'), l1_normal otherwise, so the L3 share is the share
-    of all compactions observed."""
+    `counts` (operations.FailureLog.counts) is what the summaries new to the ledger add:
+    each stored summary counts once, ever (ledger.py), in stored_summaries by who wrote
+    it and, if it failed, in the failure totals. level_usage is not touched: it counts
+    the guard's own chain runs by level (record_chain)."""
     now = report.checked_at
     day = _day(state, now)
     day["checked"] = day.get("checked", 0) + report.checked
     state["totals"]["summaries_checked"] += report.checked
     state["totals"]["checks"] += 1
-    if log is not None:
-        for level, n in log.new_by_level.items():
-            state["level_usage"][level] += n
-            day[level] = day.get(level, 0) + n
-        state["failures"].extend(log.entries)
-        for (source, kind), n in log.counts.items():
-            _count_failure(state, day, source, kind, n)
+    if counts:
+        apply_counts(state, counts)
     state["last_check_at"] = now
+    new_failures = len(counts["entries"]) if counts else 0
     state["check_history"].insert(0, {
         "checked_at": now, "summaries_checked": report.checked, "failures_found": report.failures_found,
         "escalations": report.escalations, "status": report.status, "failures_by_kind": dict(report.by_kind),
         "written_by_fallback": report.fallback, "sources": sorted({s.get("name") for s in report.sources}),
-        "errors": len(report.errors), "new_failures": len(log.entries) if log is not None else 0,
+        "errors": len(report.errors), "new_failures": new_failures,
+        "newly_counted": sum(counts["stored"].values()) if counts else 0,
     })
-    return len(log.entries) if log is not None else 0
+    return new_failures
+
+
+def apply_counts(state: dict, counts: dict) -> None:
+    """Add what newly counted summaries bring: {"day", "stored": {by_model, by_fallback},
+    "failures": [[source, kind, n], ...], "entries": [failure records]}. Applied once per
+    ledger batch (phase 2 of ledger.py), or again by settle after a crash."""
+    day = _day(state, counts["day"])
+    for k, n in counts["stored"].items():
+        state["stored_summaries"][k] = state["stored_summaries"].get(k, 0) + n
+        day[f"stored_{k}"] = day.get(f"stored_{k}", 0) + n
+    for source, kind, n in counts["failures"]:
+        _count_failure(state, day, source, kind, n)
+    state["failures"].extend(counts["entries"])
 
 
 def _day(state: dict, iso: str) -> dict:

@@ -57,8 +57,10 @@ def test_report_and_status_after_runs(demo_home):
     p = run_guard("--report", home=demo_home)
     assert p.returncode == 0 and "L3 deterministic" in p.stdout and "Recent failures" in p.stdout
     rep = json.loads(run_guard("--report", "--format", "json", home=demo_home).stdout)
-    # 10 stored summaries (one written by a fallback) + 1 chain run
-    assert rep["total_compactions"] == 11 and rep["level_usage"]["l3_deterministic"] == 1
+    # 10 stored summaries (one written by a fallback), reported apart from the 1 chain run (at L1)
+    assert rep["stored_summaries"] == {"by_model": 9, "by_fallback": 1} and rep["stored_total"] == 10
+    assert rep["total_compactions"] == 1 and rep["level_usage"] == {"l1_normal": 1, "l2_aggressive": 0,
+                                                                    "l3_deterministic": 0}
     assert rep["failures_by_kind"]["inflation"] == 2
     st = json.loads(run_guard("--status", "--format", "json", home=demo_home).stdout)
     assert st["status"] == "DEGRADED" and st["summaries_checked"] == 10

@@ -233,7 +233,7 @@ def test_eight_concurrent_checks_lose_no_update(demo_home):
     assert checked == [0] * 7 + [10]          # one check saw the 10 new summaries, the others none
     st_ = StateStore(state_path(demo_home), DEFAULT).read()
     assert len(st_["check_history"]) == 8 and st_["totals"]["checks"] == 8
-    assert sum(st_["level_usage"].values()) == 10     # counted once
+    assert sum(st_["stored_summaries"].values()) == 10     # counted once
 
 
 def _tmpfs(path, size="64k"):

@@ -71,7 +71,7 @@ def test_lcm_db_found_measured_and_tagged(home):
     assert by["sum_00000000000000b2"].failures == ["stale"]
     assert rep.sources[0]["name"] == "lossless-claw" and rep.fallback == 1
     st = StateStore(state_path(home), DEFAULT).read()
-    assert st["level_usage"]["l3_deterministic"] == 1 and st["level_usage"]["l1_normal"] == 6
+    assert st["stored_summaries"] == {"by_model": 6, "by_fallback": 1}
     assert files_digest(home) == before          # not a byte of the store changed
     assert not (home / "lcm.db-wal").exists()    # and nothing was created beside it
 
@@ -88,7 +88,7 @@ def test_lcm_incremental_then_all(home):
     assert [(r.id, r.failures) for r in rep.results] == [("sum_00000000000000b3", ["stale"])]
     assert len(operations.check(home, recheck_all=True).results) == 8
     st = StateStore(state_path(home), DEFAULT).read()
-    assert sum(st["level_usage"].values()) == 8          # --all counted nothing twice
+    assert sum(st["stored_summaries"].values()) == 8          # --all counted nothing twice
     b.close()
 
 

@@ -82,8 +82,10 @@ def test_history_is_bounded_and_failures_not_duplicated(demo_home):
     assert len(st["check_history"]) == 3
     keys = [(f["source"], f["summary_id"], f["failure_type"]) for f in st["failures"]]
     assert len(keys) == len(set(keys)) == 8   # 7 failing summaries, one with two kinds
-    # each stored summary counts once in level_usage (the [TRUNCATED] one as L3), not once per check
-    assert st["level_usage"] == {"l1_normal": 9, "l2_aggressive": 0, "l3_deterministic": 1}
+    # each stored summary counts once (the [TRUNCATED] one as written by a fallback), not once per
+    # check; level_usage counts the guard's own chain runs, and there were none
+    assert st["stored_summaries"] == {"by_model": 9, "by_fallback": 1}
+    assert st["level_usage"] == {"l1_normal": 0, "l2_aggressive": 0, "l3_deterministic": 0}
 
 
 @pytest.mark.parametrize("bad", [

@@ -109,7 +109,8 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
     data = records_file.load_data(path, text)
     if dag_state.is_dag_state(data):
         mem = _memory_for(path, home)
-        return ListSource(dag_state.SOURCE, path, dag_state.records(path, data, mem), note, incremental=True)
+        return ListSource(dag_state.SOURCE, path, dag_state.records(path, data, mem), note, incremental=True,
+                          identity=dag_state.SOURCE)
     source = f"file:{path.name}"
     recs = records_file.parse(path, text, data, source, input_text, input_tokens)
     kind = "text" if data is records_file._NOT_STRUCTURED else "summaries-file"
@@ -151,7 +152,8 @@ def discover(home: Path, env=None) -> tuple:
             if not dag_state.is_dag_state(data):
                 raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
             mem = _memory_for(state, home)
-            return ListSource(dag_state.SOURCE, state, dag_state.records(state, data, mem), note, incremental=True)
+            return ListSource(dag_state.SOURCE, state, dag_state.records(state, data, mem), note, incremental=True,
+                              identity=dag_state.SOURCE)
         attempt(dag)
     db = lcm.default_path(home, env)
     if db.exists():

@@ -26,6 +26,14 @@ class Source:
         """Identifies the store in the state's watermarks."""
         return f"{self.kind}:{self.path}"
 
+    def count_key(self, record) -> str:
+        """The summary's identity across checks, counted once ever (ledger.py): the
+        store's identity and the record's own id. By default the store is its file
+        (resolved path); stores with ids of their own say who they are."""
+        if not hasattr(self, "_resolved"):
+            self._resolved = str(self.path.resolve())
+        return f"{self.kind}\x1f{self._resolved}\x1f{record.id}"
+
     def count(self, watermark: Optional[dict]) -> Optional[int]:
         """How many records `records(watermark)` will yield, when cheap to know."""
         return None
@@ -46,8 +54,9 @@ class Source:
         """(timestamp, tokens_before) of the last compactions in `scope` before this check."""
         return ()
 
-    def covered(self, watermark: dict):
-        """A predicate: was this record checked before `watermark`? (for --all)"""
+    def covered(self, watermark: Optional[dict]):
+        """A predicate: was this record read before `watermark`? Counting asks the ledger;
+        this tells it what a guard older than the ledger already counted."""
         return lambda record: False
 
     def close(self) -> None:
@@ -60,9 +69,11 @@ class Source:
 class ListSource(Source):
     """A store that is read whole (a summaries file, a DAG state)."""
 
-    def __init__(self, kind: str, path: Path, records: list, note: Optional[str] = None, incremental: bool = False):
+    def __init__(self, kind: str, path: Path, records: list, note: Optional[str] = None, incremental: bool = False,
+                 identity: Optional[str] = None):
         super().__init__(path)
         self.kind = kind
+        self.identity = identity       # a store whose ids are its own (a DAG's node ids), wherever its file is
         self._records = records
         self._incremental = incremental
         self._seen = []
@@ -72,20 +83,27 @@ class ListSource(Source):
     def count(self, watermark):
         return len(self._records)
 
+    def count_key(self, record) -> str:
+        return f"{self.identity}\x1f{record.id}" if self.identity else super().count_key(record)
+
     def records(self, watermark):
-        """All records, or with a watermark (incremental stores) those not checked before."""
-        done = set((watermark or {}).get("ids", [])) if self._incremental else set()
+        """All records, or with a watermark (incremental stores) those not checked before:
+        `counted`, a predicate over records (the ledger's), and the `ids` an older
+        version of the guard kept."""
+        wm = watermark or {}
+        done = set(wm.get("ids", [])) if self._incremental else set()
+        counted = wm.get("counted") if self._incremental else None
         self._skipped = {}
         for r in self._records:
             self._seen.append(r.id)
-            if r.id in done:
+            if r.id in done or (counted is not None and counted(r)):
                 self._skipped.setdefault(r.stale_scope, []).append((r.id, content_key(r.content or "")))
                 continue
             self.records_read += 1
             yield r
 
     def new_watermark(self):
-        return {"ids": self._seen[-20000:]} if self._incremental else None
+        return None          # read whole every time; the ledger says what was counted
 
     def history(self, scope, record=None):
         return getattr(self, "_skipped", {}).get(scope, ())

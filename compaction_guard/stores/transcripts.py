@@ -40,6 +40,12 @@ def _compaction_record(entry: dict, session: str, source: str, between: int) -> 
               "entries_since_previous": between, "from_hook": bool(entry.get("fromHook"))})
 
 
+def session_key(record) -> str:
+    """A compaction entry's identity: OpenClaw's session id and the entry's id, the same
+    whether the session lives in a JSONL file (any path, any inode) or the agent database."""
+    return f"openclaw-session\x1f{record.meta.get('session')}\x1f{record.id}"
+
+
 class SessionFileSource(Source):
     """One session JSONL file."""
 
@@ -114,6 +120,9 @@ class SessionFileSource(Source):
 
     def recent(self, scope):
         return self._recent
+
+    def count_key(self, record) -> str:
+        return session_key(record)
 
     def covered(self, watermark):
         wm = watermark or {}
@@ -197,6 +206,9 @@ class AgentDbSource(Source):
 
     def new_watermark(self):
         return {"rowid": self._max}
+
+    def count_key(self, record) -> str:
+        return session_key(record)
 
     def covered(self, watermark):
         top = int((watermark or {}).get("rowid") or 0)
