@@ -19,7 +19,7 @@ from typing import Optional
 
 from .check import check_record
 from .records import SummaryRecord
-from .settings import DEFAULT, Settings
+from .settings import DEFAULT, Settings, effective_l2_temperature
 from .summarizers import ExtractiveSummarizer, SummarizerError, SummaryReply, SummaryRequest, l2_target, truncate_l3
 from .tokens import estimate_tokens
 
@@ -33,12 +33,12 @@ def level_requests(input_tokens: int, settings: Settings, deadline: Optional[flo
     l2 = l2_target(input_tokens, settings)
     l1_max = l1_target + max(64, l1_target // 2)
     l2_max = min(l2 + max(32, l2 // 2), l1_max - 1)
-    l2_temp = min(0.2, settings.l2_temperature, settings.l1_temperature - 0.05)
+    l2_temp, _ = effective_l2_temperature(settings)
     return [
         SummaryRequest(level=1, strategy="normal", target_tokens=l1_target, max_tokens=l1_max,
                        temperature=settings.l1_temperature, deadline=deadline),
         SummaryRequest(level=2, strategy="aggressive", target_tokens=l2, max_tokens=l2_max,
-                       temperature=max(0.0, l2_temp), reduce_reasoning=True, deadline=deadline),
+                       temperature=l2_temp, reduce_reasoning=True, deadline=deadline),
     ]
 
 
@@ -54,11 +54,14 @@ class Attempt:
     warnings: list = field(default_factory=list)
     retries: int = 0
     skipped: bool = False
+    request: dict = field(default_factory=dict)     # what the level asked for: temperature, max_tokens, target
 
     def to_dict(self) -> dict:
         d = {"level": self.level, "strategy": self.strategy, "valid": self.valid, "failures": self.failures,
              "output_tokens": self.output_tokens, "seconds": round(self.seconds, 4), "reasons": self.reasons,
              "warnings": self.warnings, "retries": self.retries}
+        if self.request:
+            d["request"] = self.request
         if self.skipped:
             d["skipped"] = True
         return d
@@ -109,31 +112,37 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
     meta = {"summarizer": _describe(summarizer), "provider": getattr(summarizer, "name", "custom"),
             "model": getattr(summarizer, "model", "") or ""}
     for request in level_requests(input_tokens, settings, deadline):
+        asked = {"temperature": request.temperature, "max_tokens": request.max_tokens,
+                 "target_tokens": request.target_tokens}
+
+        def add(attempt, asked=asked):
+            attempt.request = asked
+            attempts.append(attempt)
         if skip_llm:
-            attempts.append(Attempt(request.level, request.strategy, False, [], 0, 0.0, skipped=True,
+            add(Attempt(request.level, request.strategy, False, [], 0, 0.0, skipped=True,
                                     warnings=["skipped: circuit breaker open"]))
             continue
         t0 = time.perf_counter()
         if time.monotonic() >= deadline:
-            attempts.append(Attempt(request.level, request.strategy, False, ["timeout"], 0, 0.0,
+            add(Attempt(request.level, request.strategy, False, ["timeout"], 0, 0.0,
                                     reasons={"timeout": f"the chain's {budget:g} s deadline passed before this level"}))
             continue
         try:
             reply = summarizer.summarize(text, request)
         except SummarizerError as exc:
-            attempts.append(Attempt(request.level, request.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
+            add(Attempt(request.level, request.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
                                     reasons={exc.kind: str(exc)}, warnings=list(getattr(exc, "warnings", [])),
                                     retries=exc.retries))
             continue
         except Exception as exc:   # a summarizer's bug or a malformed answer: escalate, never crash the chain
             scrub = getattr(summarizer, "_scrub", str)      # an LLM summarizer's key never reaches a reason
-            attempts.append(Attempt(request.level, request.strategy, False, ["error"], 0, time.perf_counter() - t0,
+            add(Attempt(request.level, request.strategy, False, ["error"], 0, time.perf_counter() - t0,
                                     reasons={"error": f"summarizer failed ({type(exc).__name__}: {scrub(str(exc))[:200]})"}))
             continue
         if not isinstance(reply, SummaryReply):
             reply = SummaryReply("" if reply is None else str(reply))
         verdict = check_record(SummaryRecord(record_id, reply.text, "chain", input_text=text, previous=previous), settings)
-        attempts.append(Attempt(request.level, request.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
+        add(Attempt(request.level, request.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                 time.perf_counter() - t0, verdict.reasons, reply.warnings + verdict.warnings,
                                 reply.retries))
         if verdict.valid:

@@ -21,7 +21,7 @@ from typing import Optional
 import yaml
 
 from .errors import GuardError
-from .settings import DEFAULT, Settings
+from .settings import DEFAULT, Settings, effective_l2_temperature
 
 CONFIG_NAME = "config.yaml"
 PROVIDER_KEYS = ("provider", "base_url", "model", "api_key_env", "timeout")
@@ -141,6 +141,10 @@ def describe(eff: Effective, choice, home: Path) -> dict:
     from .state import state_path
     out = {"paths": {"openclaw_home": str(home), "state": str(state_path(home)), "config": str(eff.path)}}
     out["settings"] = {name: {"value": getattr(eff.settings, name), "origin": eff.origins[name]} for name in _FIELDS}
+    temp, why = effective_l2_temperature(eff.settings)
+    if why:        # shown as it runs, with why, and where the value that is not used came from
+        out["settings"]["l2_temperature"] = {"value": temp, "origin": f"{eff.origins['l2_temperature']}, clamped",
+                                             "configured": eff.settings.l2_temperature, "note": why}
     origin = dict(choice.origin)
     out["provider"] = {k: {"value": getattr(choice, k), "origin": origin.get(k, "default")}
                        for k in PROVIDER_KEYS}

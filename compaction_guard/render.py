@@ -341,6 +341,8 @@ def config_text(doc: dict) -> str:
     out += ["", f"  {'setting':<28} {'value':<18} origin"]
     for name, item in doc["settings"].items():
         out.append(f"  {name:<28} {str(item['value']):<18} {item['origin']}")
+        if item.get("note"):
+            out.append(f"    note: {item['note']}")
     out += ["", "  provider (L1/L2 summarizer)"]
     for name, item in doc["provider"].items():
         if name == "note":

@@ -185,3 +185,15 @@ SEED = Settings(
     max_failures_kept=50,
     max_check_history=20,
 )
+
+
+def effective_l2_temperature(settings: "Settings") -> tuple:
+    """(temperature L2 runs at, why it differs from l2_temperature or None). L2 fights
+    garbage by being colder than L1: at most 0.2 and 0.05 below l1_temperature."""
+    value = max(0.0, min(0.2, settings.l2_temperature, settings.l1_temperature - 0.05))
+    if abs(value - settings.l2_temperature) < 1e-9:
+        return settings.l2_temperature, None
+    cap = "0.2" if value == 0.2 else f"l1_temperature - 0.05 = {value:g}"
+    return value, (f"l2_temperature = {settings.l2_temperature:g} is not used: L2 runs at {value:g} (at most 0.2 and "
+                   f"colder than L1; the cap here is {cap})")
+

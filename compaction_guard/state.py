@@ -6,7 +6,8 @@ circuit (the breaker), watermarks (how far each store has been read), stored_sum
 and counted_batch (which summaries were counted lives in ledger.py's counted.sqlite).
 level_usage counts the guard's chain runs by level; stored_summaries counts the
 summaries found in the stores, each once, by who wrote them.
-Every update is a read-modify-write under an exclusive flock on a sibling lock
+Written as JSON (which is YAML: the seed's readers still parse it). Every update is a
+read-modify-write under an exclusive flock on a sibling lock
 file, written to a temp file, fsynced and renamed over the old one: concurrent
 runs lose no update and a reader never sees half a file. A state file that does
 not parse is moved aside (state.yaml.corrupt-<time>) with a warning, never
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import sys
 import tempfile
@@ -27,8 +29,6 @@ import yaml
 
 from .errors import GuardError
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 LEVEL_KEYS = ("l1_normal", "l2_aggressive", "l3_deterministic")
 
@@ -200,8 +200,7 @@ class StateStore:
         except PermissionError:
             raise GuardError(f"{self.path}: permission denied; run as the user who owns the OpenClaw home") from None
         try:
-            from .stores.records_file import safe_yaml
-            data = safe_yaml(raw.decode("utf-8")) if raw.strip() else {}
+            data = _parse(raw)
             if not isinstance(data, dict):
                 raise ValueError("not a mapping")
             state, problems = _normalize(data)
@@ -283,7 +282,10 @@ class StateStore:
         state["totals"]["failures"] = fold_sources(state["totals"]["failures"], s.max_sources_kept)
 
     def _write(self, state: dict) -> None:
-        text = yaml.dump(state, Dumper=_DUMPER, allow_unicode=True, sort_keys=False, default_flow_style=False)
+        # JSON, which is YAML (the seed's readers parse it as they did): one state update
+        # costs ~2 ms instead of ~45 ms of YAML dumping and loading at the state's bounded
+        # size (benchmarks/bench_state.py); ASCII only, so any YAML parser reads it alike
+        text = json.dumps(state, ensure_ascii=True, indent=1, default=str) + "\n"
         directory = self.path.parent
         with contextlib.suppress(OSError):
             os.chmod(directory, 0o700)     # the guard's own directory: owner only, even if it pre-existed
@@ -306,6 +308,20 @@ class StateStore:
                 os.fsync(dfd)
             finally:
                 os.close(dfd)
+
+
+def _parse(raw: bytes):
+    """The state as written (JSON), or as a person or an older guard wrote it (YAML,
+    read with the same limits as a user's file)."""
+    if not raw.strip():
+        return {}
+    if raw.lstrip().startswith(b"{"):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass                  # YAML flow style, or damaged: the YAML reader says which
+    from .stores.records_file import safe_yaml
+    return safe_yaml(raw.decode("utf-8"))
 
 
 # ---------------------------------------------------------------------- recording

@@ -173,3 +173,28 @@ def test_extractive_summary_is_the_same_whatever_the_hash_seed():
     outs = {subprocess.run([sys.executable, "-c", script, root], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"}).stdout for seed in range(6)}
     assert len(outs) == 1 and len(next(iter(outs))) > 100
+
+
+def test_a_clamped_l2_temperature_is_shown_as_it_runs_and_why(home):
+    """l2_temperature=0.5 runs at 0.2: --print-config says so (value, origin, note), and
+    the chain's L2 attempt records the temperature it asked for."""
+    import json
+    from conftest import run_guard
+    doc = json.loads(run_guard("--print-config", "--format", "json", "--set", "l2_temperature=0.5", home=home).stdout)
+    item = doc["settings"]["l2_temperature"]
+    assert item["value"] == 0.2 and item["configured"] == 0.5 and item["origin"] == "flag, clamped"
+    assert "not used" in item["note"] and "0.2" in item["note"]
+    text = run_guard("--print-config", "--set", "l2_temperature=0.5", home=home).stdout
+    assert "l2_temperature = 0.5 is not used: L2 runs at 0.2" in text
+    plain = json.loads(run_guard("--print-config", "--format", "json", home=home).stdout)["settings"]["l2_temperature"]
+    assert plain == {"value": 0.1, "origin": "default"}
+    r = run_chain("The user asked to deploy v2.3.1 to staging; the login bug in auth.py is fixed. " * 20,
+                  settings=DEFAULT.with_overrides(l2_temperature=0.5), summarizer=_Looping())
+    assert [a.request["temperature"] for a in r.attempts[:2]] == [DEFAULT.l1_temperature, 0.2]
+
+
+class _Looping:
+    name = "looping"
+
+    def summarize(self, text, request):
+        return "The deploy failed again. " * 40

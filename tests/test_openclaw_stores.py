@@ -334,3 +334,36 @@ def test_a_writer_starting_mid_check_is_read_through_its_lock(tmp_path, monkeypa
     assert seen["sum_a00"] == ["Leaf 0: the user migrated batch 0 of the sessions to SQLite."]
     assert any("a writer started during the check" in note for note in src.notes)
     assert not sqlite_ro.is_immutable(src.con)
+
+
+def test_a_writer_starting_mid_check_of_the_agent_db_gives_no_torn_read(tmp_path, monkeypatch):
+    """The same for openclaw-agent.sqlite: read immutable in pages while idle; a writer
+    appearing mid-check switches the read to `mode=ro` from the page it was on."""
+    from compaction_guard.stores import transcripts as tr
+    path = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    events = []
+    for i in range(12):
+        events.append(("s-1", 2 * i, message(2 * i, f"step {i} of the migration")))
+        events.append(("s-1", 2 * i + 1, compaction(f"c{i:02d}", f"Step {i}: the user migrated batch {i} of the "
+                                                    "sessions to SQLite.", 1000 + i, "2026-11-28T10:00:00.000Z")))
+    agent_db(path, events)
+    assert not path.with_name(path.name + "-wal").exists()
+    monkeypatch.setattr(tr, "BATCH", 5)
+    src = tr.AgentDbSource(path)
+    assert sqlite_ro.is_immutable(src.con)
+    seen, writer = {}, None
+    for n, rec in enumerate(src.records(None)):
+        seen.setdefault(rec.id, []).append(rec.content)
+        if n == 3 and writer is None:          # OpenClaw starts writing
+            writer = sqlite3.connect(path)
+            writer.execute("INSERT INTO transcript_events (session_id, seq, event_type, event_json) VALUES (?, ?, ?, ?)",
+                           ("s-1", 100, "compaction", json.dumps(compaction("c-new", "A compaction written during "
+                                                                            "the check.", 2000, "2026-11-28T11:00:00.000Z"))))
+            writer.commit()
+            writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    writer.close()
+    src.close()
+    assert all(len(v) == 1 for v in seen.values()) and len(seen) == 13     # each once, the new one seen
+    assert seen["c00"] == ["Step 0: the user migrated batch 0 of the sessions to SQLite."]
+    assert any("a writer started during the check" in note for note in src.notes)
+    assert not sqlite_ro.is_immutable(src.con)

@@ -135,3 +135,18 @@ def test_per_source_totals_and_prometheus_labels_stay_bounded(tmp_path):
     sources = {s.labels["source"] for fam in text_string_to_metric_families(text)
                if fam.name == "compaction_guard_failures" for s in fam.samples}
     assert sources == {"file", "lossless-claw"}
+
+
+def test_the_state_is_json_any_yaml_reader_parses_and_yaml_states_still_read(tmp_path):
+    import json as _json
+    store = StateStore(tmp_path / "state.yaml", DEFAULT)
+    with store.update() as s:
+        s["level_usage"]["l2_aggressive"] = 3
+        s["failures"].append({"summary_id": "sum_é✓", "failure_type": "garbled", "detected_at": "2026-12-01T00:00:00+00:00",
+                              "source": "lossless-claw"})
+    raw = (tmp_path / "state.yaml").read_text()
+    assert raw.isascii() and _json.loads(raw) == yaml.safe_load(raw)     # JSON, and YAML alike
+    assert store.read()["failures"][0]["summary_id"] == "sum_é✓"
+    (tmp_path / "state.yaml").write_text("level_usage:\n  l1_normal: 4\nlast_check_at: '2026-11-30T10:00:00+00:00'\n")
+    st = store.read()                         # a state written as YAML (by hand, or by an older guard)
+    assert st["level_usage"]["l1_normal"] == 4 and st["last_check_at"] == "2026-11-30T10:00:00+00:00"

@@ -24,6 +24,7 @@ from . import sqlite_ro
 from .source import Source
 
 JSONL_KIND = "openclaw-session"
+BATCH = 500          # rows per page when an idle WAL agent database is read immutable
 AGENT_DB_KIND = "openclaw-agent-db"
 
 
@@ -180,10 +181,9 @@ class AgentDbSource(Source):
         self._start = self._max = start
         cols = ", ".join(["event_json" if self.has_json else "NULL", "event_zstd" if self.has_zstd else "NULL"])
         # counting the events between compactions needs every event of the session, in order
-        cur = self.con.execute(f"SELECT rowid, session_id, seq, {cols} FROM transcript_events WHERE rowid > ? "
-                               "ORDER BY session_id, seq", (start,))
         between = {}
-        for rowid, session, seq, text, blob in cur:
+        for rowid, session, seq, text, blob in self._rows(
+                f"SELECT rowid, session_id, seq, {cols} FROM transcript_events WHERE rowid > ?", start):
             self._max = max(self._max, rowid)
             if text is not None and '"compaction"' not in text:
                 between[session] = between.get(session, 0) + 1
@@ -203,6 +203,37 @@ class AgentDbSource(Source):
             yield rec
         if self.bad_events:
             self.notes.append(f"{self.path}: skipped {self.bad_events} event(s) that could not be decoded")
+
+    def _rows(self, select: str, start: int):
+        """The rows of `select` in (session_id, seq) order. Through `mode=ro`, one query: a
+        snapshot. Through `immutable` (an idle WAL database: no lock) a writer starting
+        during the check could tear a read, so the rows come in pages (keyset on the
+        primary key) with the file looked at before and after each; once it changed, the
+        connection becomes `mode=ro` and the rest, this page included, is read through
+        it (as LcmSource._batch does)."""
+        order = " ORDER BY session_id, seq"
+        after = " AND (session_id, seq) > (?, ?)"
+        if not sqlite_ro.is_immutable(self.con):
+            yield from self.con.execute(select + order, (start,))
+            return
+        state = sqlite_ro.file_state(self.path)
+        key = ()
+        while True:
+            rows = None
+            if sqlite_ro.file_state(self.path) == state:
+                rows = self.con.execute(select + (after if key else "") + order + " LIMIT ?",
+                                        (start, *key, BATCH)).fetchall()
+            if sqlite_ro.file_state(self.path) != state:
+                self.con.close()
+                self.con = sqlite_ro.connect(self.path, "OpenClaw agent database (openclaw-agent.sqlite)", shared=True)
+                self.notes.append(f"{self.path}: a writer started during the check; read on through its lock, "
+                                  "what it may have touched read again")
+                yield from self.con.execute(select + (after if key else "") + order, (start, *key))
+                return
+            if not rows:
+                return
+            yield from rows
+            key = (rows[-1][1], rows[-1][2])
 
     def new_watermark(self):
         return {"rowid": self._max}
