@@ -13,6 +13,7 @@ grows the input, and it runs even when the chain's deadline has passed.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -40,6 +41,38 @@ def level_requests(input_tokens: int, settings: Settings, deadline: Optional[flo
         SummaryRequest(level=2, strategy="aggressive", target_tokens=l2, max_tokens=l2_max,
                        temperature=l2_temp, reduce_reasoning=True, deadline=deadline),
     ]
+
+
+def l2_adjustment(failures, settings: Settings) -> dict:
+    """What L2 changes after L1 failed this way (one decision, shared by the chain and
+    the proxy; Whisper raises its temperature on a repetition failure):
+    - a loop: repetition penalties, and L1's temperature kept (colder feeds loops);
+    - garbled text: the coldest temperature L2 allows;
+    - cut off or too large: a smaller target (l2_cut_target_scale).
+    Returns {"why", "penalties", "temperature", "target_scale"} (why None: no change)."""
+    f = set(failures or ())
+    l2_temp, _ = effective_l2_temperature(settings)
+    if "repetition" in f:
+        return {"why": "L1 looped: repetition penalties, L1's temperature kept", "penalties": True,
+                "temperature": settings.l1_temperature, "target_scale": 1.0}
+    if "garbled" in f:
+        return {"why": "L1 was garbled: temperature lowered", "penalties": False,
+                "temperature": min(l2_temp, 0.05), "target_scale": 1.0}
+    if f & {"cut_off", "inflation"}:
+        return {"why": f"L1 was {'cut off' if 'cut_off' in f else 'too large'}: target lowered",
+                "penalties": False, "temperature": l2_temp, "target_scale": settings.l2_cut_target_scale}
+    return {"why": None, "penalties": False, "temperature": l2_temp, "target_scale": 1.0}
+
+
+def adjust_l2(request: SummaryRequest, failures, settings: Settings) -> tuple:
+    """(L2 request after L1's failures, why or None)."""
+    adj = l2_adjustment(failures, settings)
+    if adj["why"] is None:
+        return request, None
+    target = max(16, int(request.target_tokens * adj["target_scale"]))
+    max_tokens = max(target + 16, int(request.max_tokens * adj["target_scale"]))
+    return dataclasses.replace(request, temperature=adj["temperature"], penalties=adj["penalties"],
+                               target_tokens=target, max_tokens=max_tokens), adj["why"]
 
 
 @dataclass
@@ -112,8 +145,16 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
     meta = {"summarizer": _describe(summarizer), "provider": getattr(summarizer, "name", "custom"),
             "model": getattr(summarizer, "model", "") or ""}
     for request in level_requests(input_tokens, settings, deadline):
+        why = None
+        if request.level == 2 and attempts:
+            request, why = adjust_l2(request, attempts[-1].failures, settings)
         asked = {"temperature": request.temperature, "max_tokens": request.max_tokens,
                  "target_tokens": request.target_tokens}
+        if why:
+            asked["adjustment"] = why
+            if request.penalties:
+                asked["penalties"] = getattr(summarizer, "penalty_params", lambda s: {})(settings) or \
+                    "none: this API has no repetition penalty"
 
         def add(attempt, asked=asked):
             attempt.request = asked

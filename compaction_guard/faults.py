@@ -55,6 +55,9 @@ class FaultySummarizer:
         self.name = getattr(inner, "name", "summarizer")
         self.model = getattr(inner, "model", "")
 
+    def penalty_params(self, settings) -> dict:
+        return getattr(self.inner, "penalty_params", lambda s: {})(settings)
+
     def describe(self) -> str:
         inner = self.inner.describe() if hasattr(self.inner, "describe") else self.name
         return f"{inner} with injected faults {', '.join(f'L{k}={v}' for k, v in sorted(self.faults.items()))}"

@@ -94,7 +94,17 @@ class OpenAISummarizer(_HTTPSummarizer):
             p["reasoning_effort"] = "low"
             if not self._is_openai():   # vLLM / llama.cpp / SGLang: Qwen3-style thinking switch
                 p["chat_template_kwargs"] = {"enable_thinking": False}
+        if request.penalties:
+            p.update(self.penalty_params(self.settings))
         return p
+
+    def penalty_params(self, settings) -> dict:
+        """Repetition penalties this API accepts: OpenAI's two; llama.cpp and Ollama's
+        OpenAI-compatible servers also take repeat_penalty."""
+        out = {"frequency_penalty": settings.l2_frequency_penalty, "presence_penalty": settings.l2_presence_penalty}
+        if not self._is_openai():
+            out["repeat_penalty"] = settings.l2_repeat_penalty
+        return out
 
     @staticmethod
     def _adjust(payload: dict, msg: str):

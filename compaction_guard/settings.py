@@ -137,6 +137,14 @@ class Settings:
     # LLM levels: L1 sets a temperature; L2 is at most 0.2 and below L1's.
     l1_temperature: float = 0.3
     l2_temperature: float = 0.1
+    # L2 after L1 looped keeps L1's temperature (a colder model loops more: with the local
+    # model, L2 at 0.1 looped in 80% of replies) and adds repetition penalties: OpenAI's
+    # frequency/presence penalties, llama.cpp's repeat_penalty (looped in 12% with these).
+    l2_frequency_penalty: float = 0.8
+    l2_presence_penalty: float = 0.4
+    l2_repeat_penalty: float = 1.3
+    # L2 after L1 was cut off or too large asks for this share of its usual target.
+    l2_cut_target_scale: float = 0.5
     # Retries inside a level for 429, 5xx and dropped connections.
     llm_max_retries: int = 2
     llm_backoff_seconds: float = 0.5

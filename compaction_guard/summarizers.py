@@ -31,6 +31,7 @@ class SummaryRequest:
     max_tokens: int = 0              # the hard cap sent to an LLM (explicit at both levels)
     temperature: Optional[float] = None
     reduce_reasoning: bool = False   # L2: reasoning_effort low / thinking off where the provider has a knob
+    penalties: bool = False          # L2 after a loop: repetition penalties where the API has them
     deadline: Optional[float] = None  # time.monotonic() by which the whole chain must be done
 
 

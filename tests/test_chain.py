@@ -189,12 +189,12 @@ def test_a_clamped_l2_temperature_is_shown_as_it_runs_and_why(home):
     plain = json.loads(run_guard("--print-config", "--format", "json", home=home).stdout)["settings"]["l2_temperature"]
     assert plain == {"value": 0.1, "origin": "default"}
     r = run_chain("The user asked to deploy v2.3.1 to staging; the login bug in auth.py is fixed. " * 20,
-                  settings=DEFAULT.with_overrides(l2_temperature=0.5), summarizer=_Looping())
+                  settings=DEFAULT.with_overrides(l2_temperature=0.5), summarizer=_Empty())
     assert [a.request["temperature"] for a in r.attempts[:2]] == [DEFAULT.l1_temperature, 0.2]
 
 
-class _Looping:
-    name = "looping"
+class _Empty:
+    name = "empty"
 
     def summarize(self, text, request):
-        return "The deploy failed again. " * 40
+        return ""

@@ -78,8 +78,38 @@ def test_anthropic_failures_escalate_at_once(behaviour, kind):
     assert l1["path"] == "/v1/messages" and l1["headers"]["x-api-key"] == "ak-test-456"
     assert l1["headers"]["anthropic-version"] == "2023-06-01"
     assert "thinking" not in l1["body"] and l2["body"]["thinking"] == {"type": "disabled"}
-    assert l2["body"]["temperature"] < l1["body"]["temperature"] and l2["body"]["max_tokens"] < l1["body"]["max_tokens"]
+    if kind == "repetition":     # a colder model loops more: L1's temperature is kept (Anthropic has no penalty)
+        assert l2["body"]["temperature"] == l1["body"]["temperature"]
+        assert r.attempts[1].request["penalties"] == "none: this API has no repetition penalty"
+    else:
+        assert l2["body"]["temperature"] < l1["body"]["temperature"]
+    assert l2["body"]["max_tokens"] < l1["body"]["max_tokens"]
     assert "durable facts" in l2["body"]["system"]
+
+
+@pytest.mark.parametrize("behaviour,why", [
+    (B("loop"), "L1 looped"), (B("garbage"), "L1 was garbled"), (B("cut_off"), "L1 was cut off"), (B("empty"), None),
+])
+def test_l2_answers_the_way_l1_failed(behaviour, why):
+    """Failure-aware L2 (one decision for the chain and the proxy): a loop gets repetition
+    penalties and keeps L1's temperature, garbage a colder model, a cut-off a smaller target."""
+    with FakeLLM([behaviour, ok()]) as fake:
+        r = run_chain(TEXT, openai(fake), FAST)
+    l1, l2 = (q["body"] for q in fake.requests)
+    assert (why is None) == ("adjustment" not in r.attempts[1].request)
+    if why:
+        assert r.attempts[1].request["adjustment"].startswith(why)
+    if why == "L1 looped":
+        assert l2["frequency_penalty"] == 0.8 and l2["presence_penalty"] == 0.4 and l2["repeat_penalty"] == 1.3
+        assert l2["temperature"] == l1["temperature"]
+    else:
+        assert "frequency_penalty" not in l2 and "repeat_penalty" not in l2
+    if why == "L1 was garbled":
+        assert l2["temperature"] <= 0.05
+    if why == "L1 was cut off":
+        with FakeLLM([B("empty")]) as other:        # L2 after a failure that changes nothing
+            plain = run_chain(TEXT, openai(other), FAST).attempts[1].request
+        assert l2["max_tokens"] < plain["max_tokens"]
 
 
 def test_closed_reasoning_is_stripped_with_a_warning():
