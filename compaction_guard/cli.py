@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
     act.add_argument("--report", action="store_true", help="failure and escalation history")
     act.add_argument("--status", action="store_true", help="last check summary (the default)")
+    act.add_argument("--serve", action="store_true",
+                     help="run the validating proxy OpenClaw compacts through (also: compaction-guard serve)")
     act.add_argument("--print-config", action="store_true",
                      help="every effective setting and where it came from (default, file, environment, flag)")
     p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
@@ -47,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
+    srv = p.add_argument_group("serve (the proxy)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other needs "
+                     "a client token)")
+    srv.add_argument("--port", type=int, default=8742, help="port (default 8742)")
+    srv.add_argument("--token-env", default="GUARD_SERVE_TOKEN", metavar="VAR",
+                     help="variable holding the token clients must send (Authorization: Bearer)")
+    srv.add_argument("--observe", action="store_true", help="check and record every reply, return it unchanged")
     llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
     llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
     llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
@@ -87,6 +96,9 @@ def _out(args, doc: dict, text: str) -> None:
 
 
 def run(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
+        argv[0] = "--serve"
     args = build_parser().parse_args(argv)
     home = Path(args.home).expanduser() if args.home else openclaw_home()
     eff = config.load(home, overrides=args.set)
@@ -104,9 +116,16 @@ def run(argv=None) -> int:
     if args.input_tokens is not None and args.input_tokens < 0:
         raise GuardError("--input-tokens must be 0 or more")
     if (args.provider or args.base_url or args.model or args.api_key_env or args.timeout is not None or args.fault) \
-            and not (args.simulate is not None or args.compact or args.print_config):
+            and not (args.simulate is not None or args.compact or args.print_config or args.serve):
         raise GuardError("--provider, --base-url, --model, --api-key-env, --timeout and --fault go with "
-                         "--simulate or --compact")
+                         "--simulate, --compact or --serve")
+    if args.serve:
+        if args.fault:
+            raise GuardError("--fault goes with --simulate or --compact")
+        from .serve import serve
+        choice = providers.resolve(flags, home, file_values=eff.provider_values)
+        return serve(home, choice, settings, host=args.host, port=args.port, token_env=args.token_env,
+                     observe=args.observe)
     if args.all and not args.check:
         raise GuardError("--all goes with --check")
     if (args.since or args.html) and not args.report:

@@ -145,6 +145,10 @@ class Settings:
     l2_repeat_penalty: float = 1.3
     # L2 after L1 was cut off or too large asks for this share of its usual target.
     l2_cut_target_scale: float = 0.5
+    # serve: request bodies over this are refused (413); a streamed request waiting on
+    # the upstream and the checks gets an SSE keep-alive line this often.
+    serve_max_body_bytes: int = 16 << 20
+    serve_keepalive_seconds: float = 5.0
     # Retries inside a level for 429, 5xx and dropped connections.
     llm_max_retries: int = 2
     llm_backoff_seconds: float = 0.5

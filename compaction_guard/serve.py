@@ -1,0 +1,664 @@
+"""`compaction-guard serve`: a validating proxy OpenClaw compacts through.
+
+OpenClaw sends compaction to any OpenAI- or Anthropic-compatible endpoint (a custom
+provider under `models.providers`, `agents.defaults.compaction.model` set to it). The
+guard is that endpoint. It speaks
+
+    POST /v1/chat/completions   OpenAI chat completions, streamed (SSE) or not
+    POST /v1/messages           Anthropic Messages, streamed (its event sequence) or not
+    GET  /v1/models, /healthz, /metrics (Prometheus, via prometheus_client)
+
+and for each request: forwards it to the upstream (the provider settings: flags,
+GUARD_*, config.yaml, openclaw.json; one pooled httpx client), checks the reply with
+the detectors against the conversation in the request, and on a failure escalates like
+the chain: L2 is the same request made aggressive (a smaller max_tokens, reasoning off,
+a brevity instruction added to the client's own prompt, and what L1's failure calls
+for: chain.l2_adjustment), L3 the deterministic truncation of the conversation
+(summarizers.truncate_l3: within L2's target, in the conversation's own language and
+words). The client gets a well-formed answer in the protocol and mode it asked for,
+with the summary that passed; `X-Compaction-Guard-Level` and `...-Failures` say which
+level and why. A streamed request gets SSE keep-alive lines while it waits (and then
+the level in a comment line, since its headers left before the level was known).
+
+`--observe`: every reply is checked and recorded, but returned unchanged (a trial).
+Every request is recorded in the state like a chain run (level_usage, failures, the
+shared circuit breaker), so --report, --status and Prometheus show live compactions.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import os
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from . import breaker
+from .chain import Attempt, ChainResult, adjust_l2, level_requests
+from .check import check_record
+from .errors import GuardError
+from .reasoning import strip_reasoning
+from .records import SummaryRecord
+from .state import StateStore, record_chain, state_path
+from .summarizers import truncate_l3
+from .tokens import estimate_tokens
+
+HOP_HEADER = "x-compaction-guard-hop"
+ANTHROPIC_VERSION = "2023-06-01"
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class UpstreamFailure(Exception):
+    def __init__(self, message: str, kind: str = "error", retries: int = 0):
+        super().__init__(message)
+        self.kind = kind
+        self.retries = retries
+
+
+# ----------------------------------------------------------------- the two protocols
+def _text_of(content) -> str:
+    """A message's text: a string, or content parts/blocks of type text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def conversation(proto: str, body: dict) -> str:
+    """What the request asks to be summarized: every non-system message's text."""
+    msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    parts = [_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") != "system"]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _system_of(proto: str, body: dict) -> str:
+    if proto == "anthropic":
+        return _text_of(body.get("system"))
+    msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    return "\n\n".join(_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") == "system")
+
+
+def translate(proto: str, body: dict, to: str) -> dict:
+    """The client's request in the upstream's protocol (text content; other fields that
+    mean the same thing kept)."""
+    if proto == to:
+        return dict(body)
+    system = _system_of(proto, body)
+    msgs = [{"role": m.get("role") if m.get("role") in ("user", "assistant") else "user",
+             "content": _text_of(m.get("content"))}
+            for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") != "system"]
+    out = {k: body[k] for k in ("model", "temperature", "top_p", "stop") if k in body}
+    if to == "anthropic":
+        out["max_tokens"] = body.get("max_tokens") or body.get("max_completion_tokens") or 1024
+        if "stop" in out:
+            out["stop_sequences"] = out.pop("stop") if isinstance(out["stop"], list) else [out.pop("stop")]
+        if system:
+            out["system"] = system
+        out["messages"] = msgs
+    else:
+        out["max_tokens"] = body.get("max_tokens") or 1024
+        if "stop_sequences" in body:
+            out["stop"] = body["stop_sequences"]
+        out["messages"] = ([{"role": "system", "content": system}] if system else []) + msgs
+    return out
+
+
+def _add_instruction(proto: str, body: dict, text: str) -> dict:
+    """The client's prompt kept, an instruction added to its system prompt."""
+    b = dict(body)
+    if proto == "anthropic":
+        sys_ = b.get("system")
+        if isinstance(sys_, list):
+            b["system"] = list(sys_) + [{"type": "text", "text": text}]
+        else:
+            b["system"] = f"{sys_}\n\n{text}" if sys_ else text
+    else:
+        msgs = list(b.get("messages") or [])
+        if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system":
+            msgs[0] = dict(msgs[0], content=f"{_text_of(msgs[0].get('content'))}\n\n{text}")
+        else:
+            msgs.insert(0, {"role": "system", "content": text})
+        b["messages"] = msgs
+    return b
+
+
+# ----------------------------------------------------------------- the upstream
+class Upstream:
+    """The real model, over one pooled async HTTP client (httpx)."""
+
+    def __init__(self, choice, settings, env=None):
+        import httpx
+        env = os.environ if env is None else env
+        self.choice = choice
+        self.settings = settings
+        self.local = None
+        if choice.provider == "local":
+            from .llm import LocalSummarizer
+            self.local = LocalSummarizer(settings, choice.timeout)
+            self.local.start()
+            self.base_url = self.local.base_url
+            self.model = self.local.model
+        else:
+            self.base_url = (choice.base_url or "").rstrip("/")
+            self.model = choice.model
+        self.proto = "anthropic" if choice.provider == "anthropic" else "openai"
+        self._key = choice.api_key(env)
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(choice.timeout, connect=min(10.0, choice.timeout)),
+                                        limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
+
+    def describe(self) -> str:
+        return f"{self.choice.provider} {self.model or '(the client’s model)'} at {self.base_url}"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        if self.local is not None:
+            self.local.close()
+
+    async def call(self, body: dict) -> tuple:
+        """(text, reasoning_chars, finish, retries) of one upstream call, retried on 429,
+        5xx and dropped connections (llm_max_retries, Retry-After honoured)."""
+        import httpx
+        body = dict(body, stream=False)
+        if self.model:
+            body["model"] = self.model
+        if self.proto == "anthropic":
+            url = f"{self.base_url}/v1/messages"
+            headers = {"anthropic-version": ANTHROPIC_VERSION, HOP_HEADER: "1"}
+            if self._key:
+                headers["x-api-key"] = self._key
+        else:
+            url = f"{self.base_url}/chat/completions"
+            headers = {HOP_HEADER: "1"}
+            if self._key:
+                headers["Authorization"] = f"Bearer {self._key}"
+        retries = 0
+        while True:
+            try:
+                r = await self.client.post(url, json=body, headers=headers)
+            except httpx.TimeoutException:
+                raise UpstreamFailure(f"{self.describe()}: no answer within {self.choice.timeout:g} s", "timeout",
+                                      retries) from None
+            except httpx.HTTPError as exc:
+                if retries < self.settings.llm_max_retries:
+                    retries += 1
+                    await asyncio.sleep(self.settings.llm_backoff_seconds * retries)
+                    continue
+                raise UpstreamFailure(self._scrub(f"{self.describe()}: connection failed ({type(exc).__name__})"),
+                                      "error", retries) from None
+            if r.status_code == 429 or r.status_code >= 500:
+                if retries < self.settings.llm_max_retries:
+                    retries += 1
+                    try:
+                        wait = float(r.headers.get("retry-after", ""))
+                    except ValueError:
+                        wait = self.settings.llm_backoff_seconds * retries
+                    await asyncio.sleep(min(wait, 30.0))
+                    continue
+            if r.status_code >= 400:
+                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {r.status_code} "
+                                                  f"{r.text[:200]!r}"), "error", retries)
+            try:
+                data = r.json()
+            except ValueError:
+                raise UpstreamFailure(f"{self.describe()}: the answer is not JSON", "error", retries) from None
+            return (*self._parse(data), retries)
+
+    def _parse(self, data) -> tuple:
+        if not isinstance(data, dict):
+            raise UpstreamFailure(f"{self.describe()}: the answer is not a JSON object", "error")
+        if self.proto == "anthropic":
+            blocks = data.get("content") if isinstance(data.get("content"), list) else []
+            text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+            thinking = sum(len(b.get("thinking", "") or "") for b in blocks if isinstance(b, dict)
+                           and b.get("type") in ("thinking", "redacted_thinking"))
+            stop = data.get("stop_reason")
+            return text, thinking, {"max_tokens": "cut_off", "refusal": "refusal"}.get(stop)
+        try:
+            choice = data["choices"][0]
+            msg = choice.get("message") or {}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise UpstreamFailure(f"{self.describe()}: answer has no choices[0].message", "error") from None
+        if not isinstance(msg, dict):
+            raise UpstreamFailure(f"{self.describe()}: answer has no choices[0].message", "error")
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
+        finish = "refusal" if msg.get("refusal") else ("cut_off" if choice.get("finish_reason") == "length" else None)
+        return _text_of(msg.get("content")), len(reasoning) if isinstance(reasoning, str) else 0, finish
+
+
+# ----------------------------------------------------------------- one compaction
+@dataclass
+class Outcome:
+    summary: Optional[str]        # None only with --observe when the upstream gave no text
+    level: int
+    attempts: list
+    input_tokens: int
+    output_tokens: int
+    breaker_open: bool = False
+    observed: list = field(default_factory=list)     # --observe: what L1 failed (returned unchanged)
+
+    @property
+    def failures(self) -> list:
+        seen = []
+        for a in self.attempts:
+            for k in a.failures:
+                if k not in seen:
+                    seen.append(k)
+        return seen
+
+
+class Proxy:
+    """The compaction path: upstream calls, checks, escalation, recording."""
+
+    def __init__(self, upstream: Upstream, settings, home: Path, observe: bool = False):
+        self.upstream = upstream
+        self.settings = settings
+        self.store = StateStore(state_path(home), settings)
+        self.observe = observe
+        self.in_flight = 0
+
+    async def compact(self, proto: str, body: dict) -> Outcome:
+        s = self.settings
+        text = conversation(proto, body)
+        input_tokens = estimate_tokens(text)
+        state = await asyncio.to_thread(self.store.read)
+        skip = breaker.open_until(state) is not None and not self.observe
+        deadline = time.monotonic() + s.chain_deadline_seconds
+        attempts = []
+        requests = level_requests(input_tokens, s)
+        for req in requests[:1] if self.observe else requests:
+            why = None
+            if req.level == 2:
+                req, why = adjust_l2(req, attempts[-1].failures if attempts else [], s)
+            asked = {"temperature": req.temperature, "max_tokens": req.max_tokens, "target_tokens": req.target_tokens}
+            if why:
+                asked["adjustment"] = why
+            if skip:
+                attempts.append(Attempt(req.level, req.strategy, False, [], 0, 0.0, skipped=True, request=asked,
+                                        warnings=["skipped: circuit breaker open"]))
+                continue
+            up = self._level_body(proto, body, req) if req.level == 2 else translate(proto, body, self.upstream.proto)
+            if req.level == 2 and req.penalties:
+                asked["penalties"] = ({k: up[k] for k in ("frequency_penalty", "presence_penalty", "repeat_penalty")
+                                       if k in up} or "none: the Anthropic API has no repetition penalty")
+            t0 = time.perf_counter()
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise UpstreamFailure(f"the {s.chain_deadline_seconds:g} s deadline passed before L{req.level}",
+                                          "timeout")
+                reply, reasoning_chars, finish, retries = await asyncio.wait_for(self.upstream.call(up), remaining)
+            except asyncio.TimeoutError:
+                attempts.append(Attempt(req.level, req.strategy, False, ["timeout"], 0, time.perf_counter() - t0,
+                                        {"timeout": f"the {s.chain_deadline_seconds:g} s deadline passed"}, request=asked))
+                continue
+            except UpstreamFailure as exc:
+                attempts.append(Attempt(req.level, req.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
+                                        {exc.kind: str(exc)}, retries=exc.retries, request=asked))
+                continue
+            stripped = strip_reasoning(reply)
+            summary = stripped.text.strip()
+            warnings = [f"reasoning_stripped: {stripped.reasoning_chars} chars of reasoning removed"] if stripped.kind else []
+            if finish in ("cut_off", "refusal"):
+                kind = finish
+                attempts.append(Attempt(req.level, req.strategy, False, [kind], estimate_tokens(summary),
+                                        time.perf_counter() - t0, {kind: f"the upstream's stop reason says {kind}"},
+                                        warnings, retries, request=asked))
+                attempts[-1].text = reply
+                continue
+            if not summary and (reasoning_chars or stripped.kind):
+                attempts.append(Attempt(req.level, req.strategy, False, ["reasoning_only"], 0, time.perf_counter() - t0,
+                                        {"reasoning_only": "reasoning and no summary"}, warnings, retries,
+                                        request=asked))
+                attempts[-1].text = reply
+                continue
+            verdict = await asyncio.to_thread(check_record, SummaryRecord(
+                f"serve-L{req.level}", summary, "serve", input_text=text), s)
+            attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
+                                    time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
+                                    request=asked))
+            attempts[-1].text = reply
+            if verdict.valid:
+                return await self._done(Outcome(summary, req.level, attempts, input_tokens, verdict.output_tokens, skip))
+        if self.observe:          # returned unchanged (or the upstream's error): recorded as what it was
+            a = attempts[0]
+            out = Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures)
+            return await self._done(out)
+        t0 = time.perf_counter()
+        cut = truncate_l3(text, s)
+        verdict = await asyncio.to_thread(check_record, SummaryRecord("serve-L3", cut.text, "serve", input_text=text), s,
+                                          None, True)
+        attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
+                                warnings=verdict.warnings + ["L3 keeps the conversation's own words and language"]))
+        return await self._done(Outcome(cut.text, 3, attempts, input_tokens, verdict.output_tokens, skip))
+
+    def _level_body(self, proto: str, body: dict, req) -> dict:
+        """L2: the client's request in the upstream's protocol, made aggressive."""
+        b = translate(proto, body, self.upstream.proto)
+        b = _add_instruction(self.upstream.proto, b, (
+            f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
+            "ids, versions, numbers), open tasks and the latest request. Do not repeat yourself."))
+        if "max_completion_tokens" in b:
+            b["max_completion_tokens"] = min(int(b["max_completion_tokens"] or req.max_tokens), req.max_tokens)
+        else:
+            b["max_tokens"] = min(int(b.get("max_tokens") or req.max_tokens), req.max_tokens)
+        if req.temperature is not None:
+            b["temperature"] = req.temperature
+        if self.upstream.proto == "anthropic":
+            if "thinking" in b:
+                b["thinking"] = {"type": "disabled"}
+        else:
+            if "reasoning_effort" in b:
+                b["reasoning_effort"] = "low"
+            if req.penalties:
+                b["frequency_penalty"] = self.settings.l2_frequency_penalty
+                b["presence_penalty"] = self.settings.l2_presence_penalty
+                if self.upstream.choice.provider == "local" or "api.openai.com" not in self.upstream.base_url:
+                    b["repeat_penalty"] = self.settings.l2_repeat_penalty     # llama.cpp, Ollama
+        return b
+
+    async def _done(self, out: Outcome) -> Outcome:
+        result = ChainResult(out.summary or "", out.level, out.input_tokens, out.output_tokens, out.attempts,
+                             summarizer=self.upstream.describe(), provider=self.upstream.choice.provider,
+                             model=self.upstream.model or "", breaker_open=out.breaker_open)
+
+        def record():
+            with self.store.update() as state:
+                record_chain(state, result)
+                breaker.record(state, out.level, out.breaker_open, self.settings)
+        try:
+            await asyncio.to_thread(record)
+        except GuardError:
+            pass            # the client still gets its summary; the state's error is the operator's (logged)
+        return out
+
+
+# ----------------------------------------------------------------- answers
+def _headers(out: Optional[Outcome]) -> dict:
+    if out is None:
+        return {}
+    h = {"x-compaction-guard-level": str(out.level),
+         "x-compaction-guard-failures": ",".join(out.failures) or "none"}
+    if out.observed:
+        h["x-compaction-guard-observed"] = "would escalate: " + ",".join(out.observed)
+    return h
+
+
+def openai_body(out: Outcome, model: str) -> dict:
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": out.summary},
+                                         "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": out.input_tokens, "completion_tokens": out.output_tokens,
+                      "total_tokens": out.input_tokens + out.output_tokens}}
+
+
+def anthropic_body(out: Outcome, model: str) -> dict:
+    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": out.summary}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": out.input_tokens, "output_tokens": out.output_tokens}}
+
+
+def _sse(event: Optional[str], data) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def openai_stream(out: Outcome, model: str):
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model}
+    yield _sse(None, dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                          "finish_reason": None}]))
+    for piece in _pieces(out.summary):
+        yield _sse(None, dict(base, choices=[{"index": 0, "delta": {"content": piece}, "finish_reason": None}]))
+    yield _sse(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+    yield b"data: [DONE]\n\n"
+
+
+def anthropic_stream(out: Outcome, model: str):
+    mid = f"msg_{uuid.uuid4().hex[:24]}"
+    yield _sse("message_start", {"type": "message_start", "message": {
+        "id": mid, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None,
+        "stop_sequence": None, "usage": {"input_tokens": out.input_tokens, "output_tokens": 0}}})
+    yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}})
+    for piece in _pieces(out.summary):
+        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "text_delta", "text": piece}})
+    yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+    yield _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                 "usage": {"output_tokens": out.output_tokens}})
+    yield _sse("message_stop", {"type": "message_stop"})
+
+
+def _pieces(text: str, size: int = 400):
+    for i in range(0, len(text), size):
+        yield text[i:i + size]
+
+
+def error_body(proto: str, status: int, message: str) -> dict:
+    if proto == "anthropic":
+        kind = {401: "authentication_error", 413: "request_too_large", 400: "invalid_request_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
+                      "code": status}}
+
+
+# ----------------------------------------------------------------- the ASGI app
+def build_app(proxy: Proxy, settings, token: Optional[str] = None):
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def models(request: Request):
+        model = proxy.upstream.model or "compaction-guard"
+        return JSONResponse({"object": "list", "data": [{"id": model, "object": "model", "created": 0,
+                                                         "owned_by": "compaction-guard"}]})
+
+    async def healthz(request: Request):
+        state = await asyncio.to_thread(proxy.store.read)
+        return JSONResponse({"status": "ok", "upstream": proxy.upstream.describe(), "observe": proxy.observe,
+                             "in_flight": proxy.in_flight, "circuit_open_until": breaker.open_until(state)})
+
+    async def metrics(request: Request):
+        text = await asyncio.to_thread(_metrics_text, proxy)
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    def refuse(proto: str, status: int, message: str):
+        return JSONResponse(error_body(proto, status, message), status_code=status)
+
+    async def handle(request: Request, proto: str):
+        if token is not None:
+            given = request.headers.get("authorization", "")
+            given = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return refuse(proto, 401, "missing or wrong token (Authorization: Bearer <token>)")
+        if request.headers.get(HOP_HEADER):
+            return refuse(proto, 508, "the guard's upstream is the guard itself; point --base-url at the model")
+        limit = settings.serve_max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            return refuse(proto, 413, f"request body over {limit} bytes (setting serve_max_body_bytes)")
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > limit:
+                return refuse(proto, 413, f"request body over {limit} bytes (setting serve_max_body_bytes)")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return refuse(proto, 400, "the request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return refuse(proto, 400, "the request has no messages list")
+        model = str(body.get("model") or proxy.upstream.model or "compaction-guard")
+        proxy.in_flight += 1
+        task = asyncio.ensure_future(proxy.compact(proto, body))
+        task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
+        if proxy.observe:         # a trial: the upstream's error stays an error
+            out = await task
+            if out.summary is None:
+                err = next(iter(out.attempts[0].reasons.values()), "the upstream failed")
+                return JSONResponse(error_body(proto, 502, err), status_code=502, headers=_headers(out))
+            if body.get("stream"):
+                return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds)
+        if not body.get("stream"):
+            out = await task
+            doc = anthropic_body(out, model) if proto == "anthropic" else openai_body(out, model)
+            return JSONResponse(doc, headers=_headers(out))
+        return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds)
+
+    async def chat(request):
+        return await handle(request, "openai")
+
+    async def messages(request):
+        return await handle(request, "anthropic")
+
+    routes = [Route("/v1/chat/completions", chat, methods=["POST"]),
+              Route("/chat/completions", chat, methods=["POST"]),
+              Route("/v1/messages", messages, methods=["POST"]),
+              Route("/v1/models", models, methods=["GET"]),
+              Route("/healthz", healthz, methods=["GET"]),
+              Route("/metrics", metrics, methods=["GET"])]
+
+    async def lifespan(app):
+        yield
+        await proxy.upstream.close()
+
+    from contextlib import asynccontextmanager
+    return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+
+
+class LateHeadersStream:
+    """An SSE answer whose headers leave with its first bytes: the level is in them when
+    the compaction is done before the first keep-alive; otherwise keep-alive lines go out
+    while it runs, and the level follows in a comment line before the events."""
+
+    def __init__(self, task, proto: str, model: str, keepalive: float):
+        self.task, self.proto, self.model, self.keepalive = task, proto, model, keepalive
+
+    async def __call__(self, scope, receive, send):
+        started = False
+
+        async def emit(data: bytes, headers: Optional[dict] = None):
+            nonlocal started
+            if not started:
+                h = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
+                     **(headers or {})}
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(k.encode(), v.encode()) for k, v in h.items()]})
+                started = True
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+
+        while True:
+            done, _ = await asyncio.wait({self.task}, timeout=self.keepalive)
+            if done:
+                break
+            await emit(b'event: ping\ndata: {"type": "ping"}\n\n' if self.proto == "anthropic" else b": keep-alive\n\n")
+        out = self.task.result()
+        head = _headers(out)
+        if started:
+            await emit(f": compaction-guard level={out.level} failures={head['x-compaction-guard-failures']}\n\n".encode())
+        events = anthropic_stream(out, self.model) if self.proto == "anthropic" else openai_stream(out, self.model)
+        for chunk in events:
+            await emit(chunk, head)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _metrics_text(proxy: Proxy) -> str:
+    """The state's counters as Prometheus metrics, through prometheus_client."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    from . import operations
+
+    rep = operations.report(proxy.store.path.parents[2], proxy.settings)
+
+    class StateCollector:
+        def collect(self):
+            c = CounterMetricFamily("compaction_guard_compactions", "Runs of the guard's chain (and proxied "
+                                    "compactions), by the level that produced the summary.", labels=["level"])
+            for k, n in rep["level_usage"].items():
+                c.add_metric([k], n)
+            yield c
+            c = CounterMetricFamily("compaction_guard_stored_summaries", "Summaries found in the stores, each "
+                                    "counted once, by who wrote them.", labels=["written_by"])
+            for k, n in rep["stored_summaries"].items():
+                c.add_metric([k[3:]], n)
+            yield c
+            c = CounterMetricFamily("compaction_guard_failures", "Failing summaries, by failure kind and store.",
+                                    labels=["source", "kind"])
+            by_source = {}
+            for src, kinds in rep["totals"]["failures"].items():
+                into = by_source.setdefault("file" if src.startswith("file:") else src, {})
+                for kind, n in kinds.items():
+                    into[kind] = into.get(kind, 0) + n
+            for src, kinds in sorted(by_source.items()):
+                for kind, n in sorted(kinds.items()):
+                    c.add_metric([src, kind], n)
+            yield c
+            yield GaugeMetricFamily("compaction_guard_l3_share", "Share of chain runs that ended at L3.",
+                                    value=rep["level_share"]["l3_deterministic"])
+            yield GaugeMetricFamily("compaction_guard_circuit_open", "1 while the circuit breaker skips the LLM levels.",
+                                    value=1 if rep["circuit_breaker"]["open_until"] else 0)
+            yield GaugeMetricFamily("compaction_guard_serve_in_flight", "Compactions the proxy is working on.",
+                                    value=proxy.in_flight)
+
+    reg = CollectorRegistry()
+    reg.register(StateCollector())
+    return generate_latest(reg).decode()
+
+
+# ----------------------------------------------------------------- running it
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_upstream_is_not_us(base_url: str, host: str, port: int) -> None:
+    u = urllib.parse.urlsplit(base_url)
+    up_port = u.port or (443 if u.scheme == "https" else 80)
+    if up_port == port and (u.hostname == host or (_is_loopback(u.hostname or "") and _is_loopback(host))
+                            or host in ("0.0.0.0", "::")):
+        raise GuardError(f"--base-url {base_url} is this proxy itself ({host}:{port}); point it at the model's endpoint")
+
+
+def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 8742, token_env: str = "GUARD_SERVE_TOKEN",
+          observe: bool = False, env=None, ready=None) -> int:
+    """Run the proxy until SIGTERM/SIGINT (requests in flight finish; exit 0)."""
+    import importlib.util
+    if not all(importlib.util.find_spec(m) for m in ("uvicorn", "starlette", "httpx", "prometheus_client")):
+        raise GuardError("serve needs its extras: pip install 'compaction-resilience-guard[serve]'")
+    import uvicorn
+    env = os.environ if env is None else env
+    token = env.get(token_env) or None
+    if not _is_loopback(host) and not token:
+        raise GuardError(f"--host {host} is reachable from other machines: set a client token in ${token_env} "
+                         "(clients send Authorization: Bearer <token>), or bind 127.0.0.1")
+    if choice.provider == "extractive":
+        raise GuardError("serve needs an upstream model to forward to: --provider openai|anthropic|local with "
+                         "--base-url and --model (or GUARD_* / openclaw.json)")
+    if choice.provider != "local":
+        if not choice.base_url:
+            raise GuardError("serve needs the upstream's --base-url")
+        check_upstream_is_not_us(choice.base_url, host, port)
+    upstream = Upstream(choice, settings, env)
+    proxy = Proxy(upstream, settings, home, observe)
+    app = build_app(proxy, settings, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=int(settings.chain_deadline_seconds) + 5, lifespan="on")
+    server = uvicorn.Server(config)
+    if ready is not None:
+        ready(server)
+    server.run()
+    return 0
