@@ -633,6 +633,34 @@ def check_upstream_is_not_us(base_url: str, host: str, port: int) -> None:
         raise GuardError(f"--base-url {base_url} is this proxy itself ({host}:{port}); point it at the model's endpoint")
 
 
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that a SIGTERM or SIGINT that shut it down gracefully
+        (every request in flight answered) ends the process with status 0, as a service
+        manager expects, instead of being raised again."""
+
+        def capture_signals(self):
+            import contextlib
+            import signal
+            import threading
+
+            @contextlib.contextmanager
+            def captured():
+                if threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+                original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for sig, handler in original.items():
+                        signal.signal(sig, handler)
+            return captured()
+    return Server
+
+
 def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 8742, token_env: str = "GUARD_SERVE_TOKEN",
           observe: bool = False, env=None, ready=None) -> int:
     """Run the proxy until SIGTERM/SIGINT (requests in flight finish; exit 0)."""
@@ -657,7 +685,7 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     app = build_app(proxy, settings, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=int(settings.chain_deadline_seconds) + 5, lifespan="on")
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
     if ready is not None:
         ready(server)
     server.run()
