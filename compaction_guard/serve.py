@@ -31,6 +31,7 @@ import hmac
 import ipaddress
 import json
 import os
+import re
 import time
 import urllib.parse
 import uuid
@@ -75,6 +76,16 @@ def conversation(proto: str, body: dict) -> str:
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     parts = [_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") != "system"]
     return "\n\n".join(p for p in parts if p)
+
+
+# pi's (OpenClaw's compaction library) update prompt hands the model the summary being
+# replaced in these tags; a reply that gives it back unchanged is `stale`.
+_PREVIOUS_RE = re.compile(r"<previous-summary>\s*(.*?)\s*</previous-summary>", re.S)
+
+
+def previous_summary(text: str) -> Optional[str]:
+    m = _PREVIOUS_RE.search(text)
+    return m.group(1) if m and m.group(1).strip() else None
 
 
 def _system_of(proto: str, body: dict) -> str:
@@ -268,6 +279,7 @@ class Proxy:
     async def compact(self, proto: str, body: dict) -> Outcome:
         s = self.settings
         text = conversation(proto, body)
+        previous = previous_summary(text)
         input_tokens = estimate_tokens(text)
         state = await asyncio.to_thread(self.store.read)
         skip = breaker.open_until(state) is not None and not self.observe
@@ -321,7 +333,7 @@ class Proxy:
                 attempts[-1].text = reply
                 continue
             verdict = await asyncio.to_thread(check_record, SummaryRecord(
-                f"serve-L{req.level}", summary, "serve", input_text=text), s)
+                f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous), s)
             attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                     time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
                                     request=asked))

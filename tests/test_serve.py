@@ -280,3 +280,17 @@ def test_sigterm_lets_requests_in_flight_finish_and_exits_0(home, tmp_path):
                 p.kill()
     assert all(o.choices[0].message.content == GOOD for o in outs)
     assert state(home)["level_usage"]["l1_normal"] == 4
+
+
+def test_a_reply_that_hands_back_the_previous_summary_is_stale_and_escalates(home):
+    """pi's update prompt (OpenClaw compaction) carries the summary being replaced in
+    <previous-summary> tags; giving it back unchanged is `stale`."""
+    old = ("The user moved CI to GitHub Actions (.github/workflows/ci.yml, Python 3.10-3.13). Publish job pending; it "
+           "must run only on tags v*. Latest request: add the coverage badge.")
+    new_ = "The badge is added; the publish job now runs on tags v* and uploaded 2.4.0 to PyPI."
+    prompt = f"{HISTORY}\n<previous-summary>\n{old}\n</previous-summary>\nUpdate the summary."
+    with FakeLLM([ok(old), ok(new_)]) as fake, Running(home, upstream(fake)) as run:
+        r = oai(run).chat.completions.with_raw_response.create(
+            model="g", messages=[{"role": "user", "content": prompt}])
+    assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "stale"
+    assert r.parse().choices[0].message.content == new_
