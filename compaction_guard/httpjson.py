@@ -1,8 +1,9 @@
-"""A small JSON-over-HTTP client with a hard deadline (standard library only).
+"""One JSON POST with a hard deadline, over httpx (the project's one HTTP client:
+the chain's LLM calls here, the proxy's upstream in serve.py).
 
-The chain owns retries and deadlines, so this client does one request and no
-retries: it connects, sends, and reads the body in chunks, giving up when the
-per-call timeout or the chain's deadline passes, whichever is first. Errors come
+The chain owns retries and deadlines, so this does one request and no retries: it
+connects, sends, and reads the body in chunks, giving up when the per-call timeout
+or the chain's deadline passes, whichever is first. Errors come
 back as HTTPFailure (status, Retry-After, a short message with no secrets) or
 CallTimeout.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
-import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -67,10 +67,14 @@ def _error_message(status: int, body: bytes) -> str:
     return text or http.client.responses.get(status, "error")
 
 
-def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: Optional[float] = None) -> dict:
+def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: Optional[float] = None,
+              client=None) -> dict:
     """POST `payload` as JSON to `url`; the decoded JSON answer on 2xx.
 
-    `deadline` is a time.monotonic() value after which the call is abandoned."""
+    `deadline` is a time.monotonic() value after which the call is abandoned. `client`
+    is an httpx.Client to reuse (its connection pool); without one, a client is made
+    for the call."""
+    import httpx
     start = time.monotonic()
     end = start + timeout if deadline is None else min(start + timeout, deadline)
     if end <= start:
@@ -78,43 +82,33 @@ def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: 
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HTTPFailure(None, f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname, parts.port, timeout=max(0.05, end - time.monotonic()))
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
+    own = client is None
+    c = httpx.Client() if own else client
     body = json.dumps(payload).encode("utf-8")
     try:
-        conn.request("POST", path, body=body, headers={"Content-Type": "application/json",
-                                                        "Accept": "application/json", **headers})
-        resp = conn.getresponse()
-        chunks, size = [], 0
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise CallTimeout(f"no complete answer within {end - start:.1f} s")
-            if conn.sock is not None:
-                conn.sock.settimeout(left)
-            chunk = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise HTTPFailure(resp.status, f"answer larger than {MAX_BODY_BYTES >> 20} MB")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if resp.status >= 300:
-            raise HTTPFailure(resp.status, _error_message(resp.status, raw), _retry_after(resp.getheader("Retry-After")))
+        left = max(0.05, end - time.monotonic())
+        with c.stream("POST", url, content=body, timeout=httpx.Timeout(left),
+                      headers={"Content-Type": "application/json", "Accept": "application/json", **headers}) as resp:
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes(65536):
+                if time.monotonic() > end:
+                    raise CallTimeout(f"no complete answer within {end - start:.1f} s")
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise HTTPFailure(resp.status_code, f"answer larger than {MAX_BODY_BYTES >> 20} MB")
+                chunks.append(chunk)
+            raw = b"".join(chunks)
+            if resp.status_code >= 300:
+                raise HTTPFailure(resp.status_code, _error_message(resp.status_code, raw),
+                                  _retry_after(resp.headers.get("retry-after")))
         try:
             return json.loads(raw)
         except (ValueError, RecursionError):
             raise HTTPFailure(None, f"answer is not JSON ({len(raw)} bytes)") from None
-    except socket.timeout:
+    except httpx.TimeoutException:
         raise CallTimeout(f"no complete answer within {end - start:.1f} s") from None
-    except (ConnectionError, http.client.HTTPException, OSError) as exc:
-        if isinstance(exc, (HTTPFailure, CallTimeout)):
-            raise
-        raise HTTPFailure(None, f"connection failed ({type(exc).__name__}: {exc.strerror or exc})"
-                          if isinstance(exc, OSError) else f"connection failed ({type(exc).__name__})") from None
+    except httpx.HTTPError as exc:
+        raise HTTPFailure(None, f"connection failed ({type(exc).__name__})") from None
     finally:
-        conn.close()
+        if own:
+            c.close()

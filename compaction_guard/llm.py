@@ -37,6 +37,18 @@ class _HTTPSummarizer:
         self.settings = settings
         self._sleep = sleep
 
+    def _http(self):
+        """One pooled httpx client per summarizer: L1, L2 and retries reuse its connections."""
+        if getattr(self, "_client", None) is None:
+            import httpx
+            self._client = httpx.Client(limits=httpx.Limits(max_connections=8, max_keepalive_connections=4))
+        return self._client
+
+    def close(self) -> None:
+        if getattr(self, "_client", None) is not None:
+            self._client.close()
+            self._client = None
+
     def describe(self) -> str:
         return f"{self.name} {self.model} at {self.base_url}"
 
@@ -51,7 +63,7 @@ class _HTTPSummarizer:
         adjusted = False
         while True:
             try:
-                return post_json(url, payload, headers, self.timeout, request.deadline), retries
+                return post_json(url, payload, headers, self.timeout, request.deadline, self._http()), retries
             except CallTimeout as exc:
                 raise SummarizerError(f"{self.describe()}: {exc}", "timeout", retries) from None
             except HTTPFailure as exc:
@@ -289,4 +301,5 @@ class LocalSummarizer(OpenAISummarizer):
         return reply
 
     def close(self) -> None:
+        super().close()
         self._server = None

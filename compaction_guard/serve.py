@@ -43,6 +43,7 @@ from . import breaker
 from .chain import Attempt, ChainResult, adjust_l2, level_requests
 from .check import check_record
 from .errors import GuardError
+from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
 from .records import SummaryRecord
 from .state import StateStore, record_chain, state_path
@@ -200,23 +201,21 @@ class Upstream:
                                       retries) from None
             except httpx.HTTPError as exc:
                 if retries < self.settings.llm_max_retries:
+                    await asyncio.sleep(self.settings.llm_backoff_seconds * (2 ** retries))
                     retries += 1
-                    await asyncio.sleep(self.settings.llm_backoff_seconds * retries)
                     continue
                 raise UpstreamFailure(self._scrub(f"{self.describe()}: connection failed ({type(exc).__name__})"),
                                       "error", retries) from None
-            if r.status_code == 429 or r.status_code >= 500:
-                if retries < self.settings.llm_max_retries:
+            if (r.status_code == 429 or r.status_code >= 500) and retries < self.settings.llm_max_retries:
+                wait = _retry_after(r.headers.get("retry-after"))
+                wait = self.settings.llm_backoff_seconds * (2 ** retries) if wait is None else wait
+                if wait <= self.settings.llm_max_retry_after:     # the request's deadline bounds it too
                     retries += 1
-                    try:
-                        wait = float(r.headers.get("retry-after", ""))
-                    except ValueError:
-                        wait = self.settings.llm_backoff_seconds * retries
-                    await asyncio.sleep(min(wait, 30.0))
+                    await asyncio.sleep(wait)
                     continue
-            if r.status_code >= 400:
-                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {r.status_code} "
-                                                  f"{r.text[:200]!r}"), "error", retries)
+            if r.status_code >= 300:
+                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {r.status_code}: "
+                                                  f"{_error_message(r.status_code, r.content)}"), "error", retries)
             try:
                 data = r.json()
             except ValueError:

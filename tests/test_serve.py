@@ -294,3 +294,14 @@ def test_a_reply_that_hands_back_the_previous_summary_is_stale_and_escalates(hom
             model="g", messages=[{"role": "user", "content": prompt}])
     assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "stale"
     assert r.parse().choices[0].message.content == new_
+
+
+def test_a_429_with_retry_after_is_retried_and_a_400_is_not(home):
+    with FakeLLM([B("status", code=429, retry_after=0), ok()]) as fake, Running(home, upstream(fake)) as run:
+        r = oai(run).chat.completions.with_raw_response.create(model="g", messages=MSGS)
+        assert r.headers["x-compaction-guard-level"] == "1" and len(fake.requests) == 2
+    with FakeLLM([B("status", code=400, message="bad model"), ok()]) as fake, Running(home, upstream(fake)) as run:
+        r = oai(run).chat.completions.with_raw_response.create(model="g", messages=MSGS)
+        assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "error"
+    reasons = state(home)["chain_history"][0]["attempts"][0]
+    assert reasons["failures"] == ["error"] and len(fake.requests) == 2
