@@ -387,7 +387,9 @@ def record_chain(state: dict, result) -> None:
         "output_tokens": result.output_tokens, "provider": result.provider, "model": result.model,
         "breaker_open": result.breaker_open,
         "attempts": [{"level": a.level, "valid": a.valid, "failures": a.failures, "retries": a.retries,
-                      "skipped": a.skipped} for a in result.attempts],
+                      "skipped": a.skipped, **({"adjustment": a.request["adjustment"]}
+                                               if getattr(a, "request", None) and a.request.get("adjustment") else {})}
+                     for a in result.attempts],
     })
     for a in result.attempts:
         for kind in a.failures:

@@ -110,6 +110,7 @@ def test_openai_a_loop_escalates_to_a_failure_aware_l2_on_the_clients_own_reques
     assert fake.requests[0]["headers"]["authorization"] == "Bearer sk-upstream-secret-1"
     st = state(home)
     assert st["level_usage"]["l2_aggressive"] == 1 and st["chain_history"][0]["attempts"][0]["failures"] == ["repetition"]
+    assert st["chain_history"][0]["attempts"][1]["adjustment"].startswith("L1 looped")
     assert "sk-upstream-secret-1" not in state_path(home).read_text()
 
 
@@ -305,3 +306,20 @@ def test_a_429_with_retry_after_is_retried_and_a_400_is_not(home):
         assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "error"
     reasons = state(home)["chain_history"][0]["attempts"][0]
     assert reasons["failures"] == ["error"] and len(fake.requests) == 2
+
+
+def test_the_breaker_is_shared_across_requests_opens_and_recovers(home):
+    """Three compactions in a row at L3 open the breaker for everyone: the next skips the
+    upstream; after the cooldown one goes to the model again and closes it."""
+    settings = DEFAULT.with_overrides(llm_max_retries=0, breaker_cooldown_seconds=1.0)
+    with FakeLLM([B("status", code=500)] * 6 + [ok()]) as fake, Running(home, upstream(fake), settings) as run:
+        client = oai(run)
+        levels = [client.chat.completions.with_raw_response.create(model="g", messages=MSGS)
+                  .headers["x-compaction-guard-level"] for _ in range(4)]
+        assert levels == ["3"] * 4 and len(fake.requests) == 6          # the 4th skipped the upstream
+        assert state(home)["chain_history"][0]["breaker_open"] is True
+        time.sleep(1.2)
+        r = client.chat.completions.with_raw_response.create(model="g", messages=MSGS)
+    assert r.headers["x-compaction-guard-level"] == "1" and len(fake.requests) == 7
+    st = state(home)
+    assert not st["circuit"].get("open_until") and [e["event"] for e in st["circuit"]["events"]][-1] == "closed"
