@@ -128,6 +128,14 @@ class Settings:
     # ... or this many in a row (within the window) whose tokensBefore does not fall.
     storm_run: int = 3
 
+    # language_drift (detectors/language.py): each side needs this many letters (code,
+    # paths, identifiers and numbers set aside) and its top language this probability.
+    language_min_letters: int = 40
+    language_min_confidence: float = 0.80
+    # ... and a history with a quarter of its words in the summary's language is mixed:
+    # a summary in that language is no drift.
+    language_min_share_in_input: float = 0.25
+
     # --- chain -----------------------------------------------------------------
     # L1 and L2 target sizes as a share of the input's tokens, with caps.
     l1_target_ratio: float = 0.25

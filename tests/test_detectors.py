@@ -47,7 +47,7 @@ def test_inflation_counts_cjk_right():
     chinese = "用户要求发送每周报告，我已经把报告发到了团队频道，并附上了本周的主要指标和下周的计划安排。"
     assert seed_tokens(chinese) < seed_tokens(english)          # the seed's chars/4 sees a shrink
     assert estimate_tokens(chinese) > estimate_tokens(english)  # it is not one
-    assert kinds(chinese, input=english) == ["inflation"]
+    assert kinds(chinese, input=english) == ["inflation", "language_drift"]   # and in another language
     assert "inflation" not in kinds(english, input=chinese)
 
 
@@ -204,3 +204,46 @@ def test_chat_template_tokens_leaking_are_garbled_unless_quoted():
     quoted = "We fixed the template: the model printed `<|im_end|>` because the server used ChatML for Llama."
     assert validate(quoted).valid
     assert validate("Gemma wrote <end_of_turn> twice.", input="user: why does Gemma write <end_of_turn>?").valid
+
+
+# ------------------------------------------------------------------ language_drift (issue #12, part)
+ZH_HISTORY = ("用户：我们的夜间备份任务又失败了，你能看看吗？\n助手：backup.sh 从 2026-11-02 开始在 s3://acme-backups/nightly "
+              "上报 AccessDenied。\n用户：那正是我们轮换 KMS 密钥的时候。\n助手：是的，backup-writer 角色对新密钥 "
+              "alias/backup-2026 没有授权。\n用户：请修复并手动运行一次备份。\n") * 3
+
+
+def test_an_english_summary_of_a_chinese_history_is_language_drift():
+    r = validate("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
+                 "needs a grant on alias/backup-2026, then run backup.sh once by hand.", input=ZH_HISTORY)
+    assert r.failures == ["language_drift"] and "Chinese" in r.reasons["language_drift"]
+    f = next(f for f in r.findings if f.kind == "language_drift")
+    assert f.figures["input_language"] == "zh" and f.figures["summary_language"] == "en"
+
+
+def test_a_chinese_summary_keeping_english_identifiers_is_not_drift():
+    r = validate("夜间备份自 2026-11-02 起报 AccessDenied：KMS 密钥轮换后 backup-writer 没有 alias/backup-2026 "
+                 "的授权；需要授权并手动运行 `backup.sh`（s3://acme-backups/nightly）。", input=ZH_HISTORY)
+    assert r.valid and not r.warnings
+
+
+def test_a_summary_in_one_of_a_mixed_historys_languages_is_a_warning_at_most():
+    mixed = ZH_HISTORY + ("tool: Uploading 38.2 GB to the bucket took 14 minutes and the checksum matched the manifest. "
+                          "tool: The alert rule was drafted and the reviewers were asked to approve it today.\n") * 12
+    r = validate("The backup failed after the KMS key rotation; the role was granted access, the upload of 38.2 GB "
+                 "finished in 14 minutes and the alert rule awaits review.", input=mixed)
+    assert r.valid
+
+
+def test_the_chain_escalates_a_reply_in_the_wrong_language():
+    from compaction_guard import run_chain
+
+    class English:
+        name = "english"
+
+        def summarize(self, text, request):
+            if request.level == 1:
+                return ("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer "
+                        "role needs a grant on the new key, then run the backup once by hand.")
+            return "夜间备份因 KMS 密钥轮换报 AccessDenied；需要给 backup-writer 授权新密钥并手动运行一次备份。"
+    r = run_chain(ZH_HISTORY, summarizer=English())
+    assert r.level_used == 2 and r.attempts[0].failures == ["language_drift"]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, inflation, markers, repetition
+from . import cutoff, empty, garbled, inflation, language, markers, repetition
 from .stale import StaleTracker
 
-__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "inflation", "markers", "repetition"]
+__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "inflation", "language", "markers",
+           "repetition"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
@@ -28,4 +29,6 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     findings += repetition.detect(content, settings, input_text)
     if not any(f.kind == "repetition" for f in findings):
         findings += cutoff.detect(content, settings)   # a loop is cut off too; the loop says more
+    if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
+        findings += language.detect(content, settings, input_text)   # noise and loops have no language to judge
     return findings

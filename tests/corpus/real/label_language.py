@@ -1,0 +1,90 @@
+"""Label the language of each real model output, independently of the guard's detector.
+
+    pip install lingua-language-detector pycld2     # the labellers (not the guard's fastText)
+    python3 tests/corpus/real/label_language.py     # writes language_labels.jsonl
+
+Two identifiers that work differently from the guard's (fastText lid.176): lingua's
+n-gram models and Google's CLD2. An output gets a language only when both name the same
+one (lingua's confidence at least 0.5, CLD2 calling its answer reliable) on the output's
+prose (code, paths, identifiers, numbers set aside; at least 40 letters); otherwise it
+stays unlabelled (null) and counts for nothing in the evaluation. `language_drift` is
+then "the output's language differs from its history's" (histories.jsonl's `lang`).
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_NORM = {"iw": "he", "zh-hant": "zh", "zh-tw": "zh", "zh-cn": "zh", "nb": "no"}
+
+
+def norm(code: str) -> str:
+    code = (code or "").lower()
+    return _NORM.get(code, code.split("-")[0])
+
+
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
+_TOKEN = re.compile(r"\S*(?:://|[/\\_@#=<>{}\[\]|$%^*~:]|\d)\S*")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def prose(text: str) -> str:
+    """The words people read: code, URLs, paths, identifiers, numbers and log prefixes
+    (`[10:12] name:`) set aside; they read as English in any language."""
+    return " ".join(_TOKEN.sub(" ", _CODE.sub(" ", text)).split())
+
+
+def main() -> int:
+    import pycld2
+    from lingua import LanguageDetectorBuilder
+    det = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models().build()
+    out = []
+    for line in open(HERE / "model_outputs.jsonl", encoding="utf-8"):
+        r = json.loads(line)
+        text = prose(r["output"])
+        label = None
+        if len(_LETTER.findall(text)) < 40:      # too few words to have a language
+            text = ""
+        conf = det.compute_language_confidence_values(text) if text.strip() else []
+        lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
+        try:
+            reliable, _, details = pycld2.detect(text)
+            cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
+        except pycld2.error:
+            cld = None
+        if lingua and lingua == cld:
+            label = lingua
+        out.append({"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
+                    "lingua": lingua, "cld2": cld})
+    # the human excerpts too: a translated manual page keeps untranslated sections (an
+    # excerpt of a French page may be English); pairs of excerpts use these labels
+    for line in open(HERE / "human.jsonl", encoding="utf-8"):
+        r = json.loads(line)
+        text = prose(r["text"])
+        conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
+        lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
+        try:
+            reliable, _, details = pycld2.detect(text) if conf else (False, 0, [])
+            cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
+        except pycld2.error:
+            cld = None
+        out.append({"id": r["id"], "file_language": norm(r["lang"]), "text_language": lingua if lingua == cld else None,
+                    "lingua": lingua, "cld2": cld})
+    with open(HERE / "language_labels.jsonl", "w", encoding="utf-8") as fh:
+        for x in out:
+            fh.write(json.dumps(x, ensure_ascii=False) + "\n")
+    labelled = [x for x in out if x.get("output_language")]
+    drift = sum(1 for x in labelled if x["output_language"] != x["history_language"])
+    print(f"model outputs: {len(labelled)} labelled, {drift} in another language than their history")
+    human = [x for x in out if "text_language" in x]
+    print(f"human excerpts: {sum(1 for x in human if x['text_language'])} of {len(human)} labelled, "
+          f"{sum(1 for x in human if x['text_language'] and x['text_language'] != x['file_language'])} "
+          "in another language than their file")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
