@@ -35,7 +35,6 @@ from ..findings import Finding
 # scanning for them inside the text costs ten times more).
 _CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
 _NOT_A_WORD_RE = re.compile(r"://|[/\\_@#=<>{}\[\]|$%^*~\d]")
-_LETTER_RE = re.compile(r"[^\W\d_]")
 # One language for a reader (fastText's finer labels of the same written language).
 _SAME = [{"zh", "wuu", "yue", "gan", "lzh", "hak", "nan", "cdo"}, {"no", "nn", "nb"}, {"ms", "id"},
          {"hr", "sr", "bs", "sh"}, {"fa", "azb"}]
@@ -45,7 +44,7 @@ _NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "r
           "th": "Thai", "fa": "Persian", "cs": "Czech", "sv": "Swedish", "fi": "Finnish", "hu": "Hungarian",
           "ro": "Romanian", "el": "Greek", "id": "Indonesian", "bn": "Bengali", "ta": "Tamil", "ka": "Georgian",
           "hy": "Armenian"}
-_SAMPLE = 200          # characters per slice: three slices of the input, one of a short summary
+_SAMPLE = 200          # characters per slice: three slices of each side (a short summary whole)
 
 
 class _Detector:
@@ -84,6 +83,15 @@ def words(text: str) -> str:
     return " ".join(t for t in text.split() if not _NOT_A_WORD_RE.search(t))
 
 
+_PUNCT = " .,;:!?'\"()-\u3001\u3002\uff0c\uff1a\uff1f\uff01\u201c\u201d\u2018\u2019"
+
+
+def _letters(w: str) -> int:
+    """Letters in a words() string (its tokens hold no digits or identifier characters:
+    what is left besides letters is spaces and punctuation), counted in C."""
+    return len(w) - sum(map(w.count, _PUNCT))
+
+
 def _predict(w: str, k: int = 1) -> list:
     labels, probs = _Detector.get().predict(w, k=k)
     return [(_group(lab.replace("__label__", "")), float(p)) for lab, p in zip(labels, probs)]
@@ -96,7 +104,7 @@ def identify(text: str, sample: int = _SAMPLE) -> tuple:
         mid = len(text) // 2
         text = f"{text[:sample]}\n{text[mid:mid + sample]}\n{text[-sample:]}"
     w = words(text)
-    letters = len(_LETTER_RE.findall(w))
+    letters = _letters(w)
     if not letters:
         return "", 0.0, 0
     res = _predict(w)
@@ -110,12 +118,12 @@ def share_in(text: str, lang: str, max_lines: int = 24) -> float:
     lines = text.splitlines()
     if len(lines) > 4 * max_lines:
         lines = lines[:: len(lines) // (4 * max_lines) + 1]
-    lines = [w for w in (words(ln) for ln in lines) if len(_LETTER_RE.findall(w)) >= 12]
+    lines = [w for w in (words(ln) for ln in lines) if _letters(w) >= 12]
     if len(lines) > max_lines:
         lines = lines[:: len(lines) // max_lines + 1]
     total = hit = 0
     for w in lines:
-        n = len(_LETTER_RE.findall(w))
+        n = _letters(w)
         res = _predict(w)
         total += n
         if res and res[0][0] == lang:
