@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Iterable, Iterator, Optional
 
 from .detectors import StaleTracker, detect_all
+from .detectors.lineage import LineageTracker
 from .detectors.storm import StormTracker
 from .findings import Result
 from .records import SummaryRecord
@@ -50,6 +51,14 @@ def _detect(job) -> tuple:
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                           entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text)
     return findings, output_tokens, input_tokens, entropy
+
+
+def _judge(sid: str, content, settings: Settings) -> list:
+    """A stored summary's failure kinds on its text alone (a condensed summary's source
+    that this check did not yield)."""
+    content = content if isinstance(content, str) else ("" if content is None else str(content))
+    findings, _, _, _ = _detect((content, None, None, "guard", settings, False))
+    return [f.kind for f in findings if f.failure]
 
 
 def _detect_batch(jobs: list) -> list:
@@ -100,6 +109,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     that many processes, a bounded number of batches in flight."""
     stale = StaleTracker(settings.max_stale_keys)
     storms = StormTracker(settings)
+    lineage = LineageTracker(lambda sid, content: _judge(sid, content, settings), settings.max_stale_keys)
     primed = set()
 
     def finish(rec, outcome):
@@ -112,6 +122,9 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
                 storms.prime(scope, source.recent(scope))
         findings += stale.detect(rec)
         findings += storms.detect(rec)
+        failed = [f.kind for f in findings if f.failure]
+        findings += lineage.detect(rec, failed, source)
+        lineage.remember(rec.id, failed)
         return _result(rec, findings, output_tokens, input_tokens, entropy)
 
     if workers <= 1:

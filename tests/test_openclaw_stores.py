@@ -367,3 +367,46 @@ def test_a_writer_starting_mid_check_of_the_agent_db_gives_no_torn_read(tmp_path
     assert seen["c00"] == ["Step 0: the user migrated batch 0 of the sessions to SQLite."]
     assert any("a writer started during the check" in note for note in src.notes)
     assert not sqlite_ro.is_immutable(src.con)
+
+
+def test_a_valid_condensed_summary_built_from_a_failed_one_is_tainted(home):
+    """tainted_lineage: lossless-claw's summary_parents, in the same check and in a later
+    incremental one (the failed source then read back from the store and judged)."""
+    b = LcmBuilder(home / "lcm.db")
+    conv = b.conversation("sess-t")
+    m = b.messages(conv, HISTORY[:4])
+    b.summary(conv, GOOD_A, messages=m, sid="sum_leaf_ok")
+    b.summary(conv, "Summary unavailable due to context limits.", messages=b.messages(conv, HISTORY[4:8]),
+              sid="sum_leaf_empty")
+    b.summary(conv, GOOD_B, parents=["sum_leaf_ok", "sum_leaf_empty"], sid="sum_cond_1")
+    b.commit()
+    rep = operations.check(home)
+    by = {r.id: r for r in rep.results}
+    assert by["sum_leaf_empty"].failures == ["empty"]
+    w = [f for f in by["sum_cond_1"].findings if f.kind == "tainted_lineage"]
+    assert by["sum_cond_1"].valid and len(w) == 1
+    assert w[0].figures["failed_sources"] == [{"id": "sum_leaf_empty", "kind": "empty"}] and "sum_leaf_empty" in w[0].reason
+    # later: a new condensed summary over the same failed leaf, the leaves not read again
+    b.summary(conv, "The session store moved to SQLite; PR #1893 is open and the index is next.",
+              parents=["sum_leaf_ok", "sum_leaf_empty"], sid="sum_cond_2")
+    b.close()
+    rep = operations.check(home)
+    assert [r.id for r in rep.results] == ["sum_cond_2"]
+    assert "tainted_lineage" in [f.kind for f in rep.results[0].findings]
+
+
+def test_a_dag_node_condensed_from_a_garbled_leaf_is_tainted(home):
+    import yaml
+    path = home / "skill-state" / "memory-dag-compactor" / "state.yaml"
+    path.parent.mkdir(parents=True)
+    garbled = ("Пользователь перенёс CI на GitHub Actions; публикация ждёт тегов v*. "
+               "用户要求添加覆盖率徽章。").encode("utf-8").decode("latin-1")
+    nodes = [{"id": "s-d0-000", "depth": 0, "content": GOOD_A, "source_type": "entries", "source_range": "e-0000"},
+             {"id": "s-d0-001", "depth": 0, "content": garbled, "source_type": "entries", "source_range": "e-0001"},
+             {"id": "s-d1-000", "depth": 1, "content": GOOD_B, "source_type": "summaries",
+              "source_range": "s-d0-000,s-d0-001"}]
+    path.write_text(yaml.safe_dump({"dag_nodes": nodes}, allow_unicode=True), encoding="utf-8")
+    rep = operations.check(home)
+    by = {r.id: r for r in rep.results}
+    assert by["s-d0-001"].failures == ["garbled"] and by["s-d1-000"].valid
+    assert any(w.startswith("tainted_lineage") and "s-d0-001 (garbled)" in w for w in by["s-d1-000"].warnings)

@@ -69,8 +69,10 @@ def records(path: Path, data: dict, memory_text: Optional[str], source: str = SO
         content = "" if content is None else str(content)
         src_ids = _ids(n.get("source_range"))
         input_text = None
+        meta = {"depth": n.get("depth")}
         if n.get("source_type") == "summaries" or (not src_ids and nid in children):
             kids = src_ids or children.get(nid, [])
+            meta["sources"] = [k for k in kids if k in by_id]      # condensed from these nodes (tainted_lineage)
             texts = [str(by_id[k].get("content") or "") for k in kids if k in by_id]
             if texts:
                 input_text = "\n\n".join(texts)
@@ -79,5 +81,5 @@ def records(path: Path, data: dict, memory_text: Optional[str], source: str = SO
             if texts:
                 input_text = "\n".join(texts)
         out.append(SummaryRecord(id=nid, content=content, source=source, input_text=input_text,
-                                 stale_scope=f"{source}:{path}", meta={"depth": n.get("depth")}))
+                                 stale_scope=f"{source}:{path}", meta=meta))
     return out

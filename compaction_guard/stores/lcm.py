@@ -100,6 +100,7 @@ class LcmSource(Source):
             rows, inputs = self._batch(select, last)
             if not rows:
                 break
+            parents = self._parents([r[1] for r in rows]) if self.has_parents else {}
             for rowid, sid, conv, content, kind, model in rows:
                 last = rowid
                 self._max_rowid = rowid
@@ -108,7 +109,7 @@ class LcmSource(Source):
                     id=str(sid), content=content if isinstance(content, str) else ("" if content is None else str(content)),
                     source=KIND, input_tokens=inputs.get(sid), stale_scope=f"lcm:{conv}", token_counter="lcm",
                     meta={"fallback": model == "emergency-fallback", "conversation_id": conv, "kind": kind,
-                          "model": model, "rowid": rowid})
+                          "model": model, "rowid": rowid, "sources": parents.get(sid, [])})
 
     def _batch(self, select: str, last: int) -> tuple:
         """One batch of rows and their inputs. A database opened immutable (WAL, no writer)
@@ -134,6 +135,24 @@ class LcmSource(Source):
             rows = self.con.execute(select, (last, BATCH)).fetchall()
             inputs = self._input_tokens([r[1] for r in rows]) if rows else {}
         return rows, inputs
+
+    def _parents(self, ids: list) -> dict:
+        """{condensed summary id: [the summaries it was made from]} (summary_parents)."""
+        out = {}
+        marks = ",".join("?" * len(ids))
+        for sid, pid in self.con.execute(f"SELECT summary_id, parent_summary_id FROM summary_parents WHERE summary_id "
+                                         f"IN ({marks}) ORDER BY summary_id, ordinal", ids):
+            out.setdefault(sid, []).append(str(pid))
+        return out
+
+    def summaries(self, ids):
+        out = []
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i:i + 500])
+            marks = ",".join("?" * len(chunk))
+            out += [(str(sid), c if isinstance(c, str) else ("" if c is None else str(c))) for sid, c in
+                    self.con.execute(f"SELECT summary_id, content FROM summaries WHERE summary_id IN ({marks})", chunk)]
+        return out
 
     def _input_tokens(self, ids: list) -> dict:
         out = {}

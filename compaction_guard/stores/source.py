@@ -50,6 +50,11 @@ class Source:
         bound memory (tokens.content_key: no summary text is kept)."""
         return ()
 
+    def summaries(self, ids: list) -> Iterable[tuple]:
+        """(id, content) of the store's summaries with these ids (a condensed summary's
+        sources, for tainted_lineage), as many as the store has."""
+        return ()
+
     def recent(self, scope: str) -> Iterable[tuple]:
         """(timestamp, tokens_before) of the last compactions in `scope` before this check."""
         return ()
@@ -107,6 +112,11 @@ class ListSource(Source):
 
     def history(self, scope, record=None):
         return getattr(self, "_skipped", {}).get(scope, ())
+
+    def summaries(self, ids):
+        if not hasattr(self, "_by_id"):
+            self._by_id = {r.id: r for r in self._records}
+        return [(i, self._by_id[i].content) for i in ids if i in self._by_id]
 
     def covered(self, watermark):
         done = set((watermark or {}).get("ids", []))
