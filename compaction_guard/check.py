@@ -77,6 +77,7 @@ def _result(rec, findings, output_tokens, input_tokens, entropy) -> Result:
     r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy)
     r.new = rec.new
     r.key = rec.key
+    r.session = (rec.meta or {}).get("session")
     r.fallback = bool((rec.meta or {}).get("fallback"))
     return r
 
@@ -187,6 +188,7 @@ class CheckReport:
     fallback: int = 0
     by_kind: Counter = field(default_factory=Counter)
     warnings_count: int = 0
+    session_warnings: list = field(default_factory=list)   # context_pressure, one per session
 
     def add(self, result: Result, collect: bool = True) -> None:
         self.checked += 1
@@ -217,7 +219,7 @@ class CheckReport:
         return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
                 "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
                 "written_by_fallback": self.fallback, "sources": self.sources, "notes": self.notes,
-                "errors": self.errors}
+                "session_warnings": self.session_warnings, "errors": self.errors}
 
     def to_dict(self) -> dict:
         return {**self.header(), "results": [r.to_dict() for r in self.results]}

@@ -54,7 +54,8 @@ def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, 
 
 def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress):
     report = CheckReport()
-    marks = store.read().get("watermarks", {}) if save else {}
+    before = store.read() if save else {}
+    marks = before.get("watermarks", {})
     if file is not None:
         sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home,
                                     max_bytes=settings.max_file_bytes)]
@@ -69,6 +70,7 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
     # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to
     # the ledger whose result this check has; `known`: summaries a guard older than the
     # ledger counted (below its watermark), added to the ledger uncounted.
+    last_by_session = {}       # session id -> its last compaction's verdict in this check
     ledger, ledger_error = None, None
     if save:
         try:
@@ -99,6 +101,10 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
                         fresh.add(d)
                     report.add(result, collect)
                     log.add(result, report.checked_at)
+                    if getattr(result, "session", None):
+                        last_by_session[str(result.session)] = {
+                            "id": result.id, "failures": result.failures, "fallback": bool(result.fallback),
+                            "at": report.checked_at}
                     done += 1
                     if on_result:
                         on_result(result)
@@ -114,10 +120,14 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             report.notes.extend(src.notes)
         if on_progress:
             on_progress(report.checked, report.checked, "done")
+        if file is None:
+            verdicts = {**before.get("sessions", {}), **last_by_session}
+            report.session_warnings = context_pressure(home, verdicts, settings, report.notes)
         if ledger_error:
             report.errors.append(ledger_error)
         elif save:
-            _record(store, ledger, report, settings, log, fresh | known, new_marks if file is None else None)
+            _record(store, ledger, report, settings, log, fresh | known, new_marks if file is None else None,
+                    last_by_session)
     finally:
         if ledger is not None:
             ledger.close()
@@ -156,7 +166,35 @@ def _keyed(src, records, ledger, old_mark, known):
         yield rec
 
 
-def _record(store, ledger, report, settings, log, keys, new_marks) -> None:
+def context_pressure(home: Path, last: dict, settings: Settings, notes: list) -> list:
+    """Sessions near their context window (sessions.json: totalTokens of contextTokens at
+    least context_pressure_share) whose last compaction failed or was written by a
+    fallback: the next compaction is the one that must work. One warning per session."""
+    from .stores import sessions_index
+    out = []
+    for path in sessions_index.session_indexes(home):
+        try:
+            usages = sessions_index.read(path)
+        except GuardError as exc:
+            notes.append(str(exc))
+            continue
+        for u in usages:
+            prev = last.get(u.session_id)
+            if u.share < settings.context_pressure_share or not prev or not (prev.get("failures") or prev.get("fallback")):
+                continue
+            what = ", ".join(prev.get("failures") or []) or "written by a fallback"
+            out.append({"kind": "context_pressure", "agent": u.agent, "session_key": u.key, "session_id": u.session_id,
+                        "total_tokens": u.total_tokens, "context_tokens": u.context_tokens,
+                        "context_share": round(u.share, 3), "last_compaction": prev.get("id"),
+                        "last_compaction_failures": prev.get("failures") or [], "fallback": bool(prev.get("fallback")),
+                        "reason": f"session {u.key} holds {u.total_tokens:,} of its {u.context_tokens:,}-token context "
+                                  f"({u.share:.0%}) and its last compaction {prev.get('id')} failed ({what}): the "
+                                  "next compaction is the one that must work; fix the summarizer now, or run it "
+                                  "through compaction-guard serve"})
+    return out
+
+
+def _record(store, ledger, report, settings, log, keys, new_marks, last_by_session=None) -> None:
     """Count the check's new summaries (the ledger's two phases) and record the check."""
     try:
         with store.update() as state:
@@ -166,6 +204,11 @@ def _record(store, ledger, report, settings, log, keys, new_marks) -> None:
             ledger.stage(keys, counts, batch)
             record_check(state, report, settings, counts)
             state["counted_batch"] = batch
+            if last_by_session:         # each session's last compaction verdict (bounded), for context_pressure
+                state["sessions"].update(last_by_session)
+                if len(state["sessions"]) > settings.max_sessions_kept:
+                    newest = sorted(state["sessions"].items(), key=lambda kv: str(kv[1].get("at")))
+                    state["sessions"] = dict(newest[-settings.max_sessions_kept:])
             if new_marks is not None:
                 wm = state.setdefault("watermarks", {})
                 for k, v in new_marks.items():

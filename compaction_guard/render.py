@@ -97,6 +97,8 @@ class TextCheckStream:
             out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries checked")
         for n in report.notes:
             out.append(f"  note: {n}")
+        for w in getattr(report, "session_warnings", []):
+            out.append(f"  WARNING context_pressure: {w['reason']}")
         for e in report.errors:
             out.append(f"  error: {e}")
         if report.by_kind:

@@ -138,6 +138,11 @@ class Settings:
     # a summary in that language is no drift.
     language_min_share_in_input: float = 0.25
 
+    # context_pressure: a session holding this share of its context window (sessions.json)
+    # whose last compaction failed; the last verdict of at most max_sessions_kept sessions is kept.
+    context_pressure_share: float = 0.90
+    max_sessions_kept: int = 500
+
     # --- chain -----------------------------------------------------------------
     # L1 and L2 target sizes as a share of the input's tokens, with caps.
     l1_target_ratio: float = 0.25

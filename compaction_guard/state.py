@@ -50,7 +50,7 @@ def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}},
-            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0}
+            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}}
 
 
 def _int(v) -> Optional[int]:
@@ -90,7 +90,7 @@ def _normalize(data: dict) -> tuple:
     if not _str_or_none(state.get("last_check_at")):
         problems.append("last_check_at")
         state["last_check_at"] = None
-    for k in ("circuit", "watermarks", "daily"):
+    for k in ("circuit", "watermarks", "daily", "sessions"):
         if not isinstance(state.get(k), dict):
             problems.append(k)
             state[k] = {}
@@ -98,6 +98,11 @@ def _normalize(data: dict) -> tuple:
     for d in bad_days:
         del state["daily"][d]
     problems += [f"daily.{d}" for d in bad_days]
+    bad_sessions = [k for k, v in state["sessions"].items() if not isinstance(v, dict)
+                    or not isinstance(v.get("failures", []), list)]
+    for k in bad_sessions:
+        del state["sessions"][k]
+    problems += [f"sessions.{k}" for k in bad_sessions]
     bad_marks = [m for m, v in state["watermarks"].items()
                  if not isinstance(m, str) or not (v is None or isinstance(v, (dict, int, str)))]
     for m in bad_marks:

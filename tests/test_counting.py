@@ -265,3 +265,43 @@ def test_the_cli_check_file_twice_counts_once(home, tmp_path):
         assert run_guard("--check", "--file", f, home=home).returncode == 1
     st_ = json.loads(run_guard("--status", "--format", "json", home=home).stdout)
     assert st_["stored_summaries"] == {"by_model": 0, "by_fallback": 1}
+
+
+# ------------------------------------------------------------------ context_pressure (issue #12, part)
+def sessions_json(home, entries):
+    path = home / "agents" / "main" / "sessions" / "sessions.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+def test_a_session_near_its_window_whose_last_compaction_failed_gets_context_pressure(home):
+    write_session(home, GOOD[:2] + [EMPTY])                         # the last compaction failed
+    write_session(home, GOOD[:2], sid="s-0002")                      # this one is fine
+    idx = sessions_json(home, {
+        "agent:main:main": {"sessionId": "s-0001", "totalTokens": 186_000, "contextTokens": 200_000,
+                            "compactionCount": 3, "updatedAt": 1764576000000},
+        "agent:main:other": {"sessionId": "s-0002", "totalTokens": 195_000, "contextTokens": 200_000},
+        "agent:main:idle": {"sessionId": "s-0003", "totalTokens": 10_000, "contextTokens": 200_000}})
+    before = idx.read_bytes()
+    rep = operations.check(home)
+    assert [w["session_id"] for w in rep.session_warnings] == ["s-0001"]
+    w = rep.session_warnings[0]
+    assert w["context_share"] == 0.93 and w["last_compaction_failures"] == ["empty"] and w["last_compaction"] == "c0002"
+    assert idx.read_bytes() == before                                # read-only
+    # an incremental check reads nothing new, and still knows the last verdict (kept in the state)
+    rep = operations.check(home)
+    assert rep.checked == 0 and [w["session_id"] for w in rep.session_warnings] == ["s-0001"]
+    out = run_guard("--check", home=home)
+    assert "WARNING context_pressure: session agent:main:main holds 186,000 of its 200,000-token context" in out.stdout
+    doc = json.loads(run_guard("--check", "--format", "json", home=home).stdout)
+    assert doc["session_warnings"][0]["kind"] == "context_pressure"
+
+
+def test_a_broken_sessions_json_is_a_note_not_a_crash(home):
+    write_session(home, GOOD[:1])
+    path = home / "agents" / "main" / "sessions" / "sessions.json"
+    path.write_text("{not json")
+    rep = operations.check(home)
+    assert rep.session_warnings == [] and any("sessions.json: not valid JSON" in n for n in rep.notes)
+    assert not rep.errors
