@@ -8,7 +8,9 @@ n-gram models and Google's CLD2. An output gets a language only when both name t
 one (lingua's confidence at least 0.5, CLD2 calling its answer reliable) on the output's
 prose (code, paths, identifiers, numbers set aside; at least 40 letters); otherwise it
 stays unlabelled (null) and counts for nothing in the evaluation. `language_drift` is
-then "the output's language differs from its history's" (histories.jsonl's `lang`).
+then "the output's language differs from its history's" (histories.jsonl's `lang`), unless
+a quarter or more of the history's lines (by letters, as lingua reads them) are in the
+output's language: such a history is not clearly one language (the issue's definition).
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def main() -> int:
     from lingua import LanguageDetectorBuilder
     det = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models().build()
     out = []
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "histories.jsonl", encoding="utf-8"))}
     for line in open(HERE / "model_outputs.jsonl", encoding="utf-8"):
         r = json.loads(line)
         text = prose(r["output"])
@@ -57,8 +60,23 @@ def main() -> int:
             cld = None
         if lingua and lingua == cld:
             label = lingua
+        # how much of the history is in the output's language (lines lingua identifies, by
+        # letters): a history a quarter or more in that language is not "clearly one
+        # language", and an output in it is no drift by the issue's definition
+        share = None
+        if label and label != norm(r["lang"]):
+            total = hit = 0
+            for ln in hist.get(r["history"], "").splitlines():
+                w = prose(ln)
+                n = len(_LETTER.findall(w))
+                if n < 12:
+                    continue
+                lang = det.detect_language_of(w)
+                total += n
+                hit += n if lang is not None and norm(lang.iso_code_639_1.name) == label else 0
+            share = round(hit / total, 3) if total else None
         out.append({"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
-                    "lingua": lingua, "cld2": cld})
+                    "history_share_in_output_language": share, "lingua": lingua, "cld2": cld})
     # the human excerpts too: a translated manual page keeps untranslated sections (an
     # excerpt of a French page may be English); pairs of excerpts use these labels
     for line in open(HERE / "human.jsonl", encoding="utf-8"):
