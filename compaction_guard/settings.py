@@ -138,6 +138,13 @@ class Settings:
     # a summary in that language is no drift.
     language_min_share_in_input: float = 0.25
 
+    # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
+    # of the summary's identifiers found nowhere in the input; an input with this many
+    # identifiers whose summary keeps under this weighted share of them.
+    identifiers_min_invented: int = 2
+    identifiers_min_input: int = 5
+    identifiers_min_retention: float = 0.1
+
     # context_pressure: a session holding this share of its context window (sessions.json)
     # whose last compaction failed; the last verdict of at most max_sessions_kept sessions is kept.
     context_pressure_share: float = 0.90

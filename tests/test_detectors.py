@@ -247,3 +247,36 @@ def test_the_chain_escalates_a_reply_in_the_wrong_language():
             return "夜间备份因 KMS 密钥轮换报 AccessDenied；需要给 backup-writer 授权新密钥并手动运行一次备份。"
     r = run_chain(ZH_HISTORY, summarizer=English())
     assert r.level_used == 2 and r.attempts[0].failures == ["language_drift"]
+
+
+# ------------------------------------------------------------------ identifiers (issue #12, part)
+ID_HISTORY = "\n".join([
+    "user: the nightly job fails, see https://ci.example.com/jobs/4411 and ticket SUP-77410",
+    "assistant: backup.sh exits with AccessDenied on s3://acme-backups/nightly since v2.3.1",
+    "tool: read scripts/backup.sh (14 KB); commit 3af2c19 changed the IAM role",
+    "user: fix it in infra/iam/backup-writer.tf and re-run; reply in SUP-77410",
+    "assistant: granted kms:Encrypt in infra/iam/backup-writer.tf; upload took 842 ms per part, 38.2 GB in all",
+    "user: good, close SUP-77410 and note infra/iam/backup-writer.tf in the runbook",
+] * 2)
+
+
+def test_identifiers_the_history_never_had_are_invented():
+    r = validate("The backup job fails (SUP-88120); fixed in infra/iam/backup-reader.tf, see PR #2231.", input=ID_HISTORY)
+    w = [f for f in r.findings if f.kind == "invented_identifiers"]
+    assert r.valid and len(w) == 1
+    assert set(w[0].figures["invented"]) == {"SUP-88120", "infra/iam/backup-reader.tf", "#2231"}
+
+
+def test_a_summary_keeping_the_history_s_identifiers_has_no_identifier_warning():
+    r = validate("SUP-77410: the nightly backup failed with AccessDenied since v2.3.1 (commit 3af2c19 changed the "
+                 "role); kms:Encrypt was granted in infra/iam/backup-writer.tf and the re-run uploaded 38.2 GB. "
+                 "Dated 22.11.2026 and 11/2026.", input=ID_HISTORY)
+    assert r.valid and not [f for f in r.findings if f.kind.endswith("_identifiers")]
+
+
+def test_a_summary_dropping_every_key_identifier_loses_them():
+    r = validate("The nightly job failed because of missing permissions; they were granted and the job ran again.",
+                 input=ID_HISTORY)
+    w = [f for f in r.findings if f.kind == "lost_identifiers"]
+    assert r.valid and len(w) == 1 and w[0].figures["retention"] == 0.0
+    assert "SUP-77410" in w[0].figures["dropped"] and "infra/iam/backup-writer.tf" in w[0].figures["dropped"]

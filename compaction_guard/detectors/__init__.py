@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, inflation, language, markers, repetition
+from . import cutoff, empty, garbled, identifiers, inflation, language, markers, repetition
 from .stale import StaleTracker
 
-__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "inflation", "language", "markers",
-           "repetition"]
+__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "identifiers", "inflation", "language",
+           "markers", "repetition"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
@@ -31,4 +31,5 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         findings += cutoff.detect(content, settings)   # a loop is cut off too; the loop says more
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
         findings += language.detect(content, settings, input_text)   # noise and loops have no language to judge
+        findings += identifiers.detect(content, settings, input_text)
     return findings
