@@ -24,26 +24,51 @@ from typing import Optional
 
 from ..findings import Finding
 
-_ID_RE = re.compile(
-    r"https?://[^\s<>()\"'`\]]+"                                   # URL
+# Tested token by token (whitespace-split, edge punctuation stripped), each shape
+# anchored to the whole token: linear in the text, whatever its words look like.
+_SHAPES = re.compile(
+    r"[a-z][a-z0-9+.-]*://\S+"                                     # URL (https://, s3://, ...)
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"                                # e-mail
-    r"|(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[^\W\d_][\w.-]*"          # path: two segments or more, a letter in the last
-    r"|\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b"                             # ticket: SUP-77410
-    r"|\b[a-z]{2,}_[0-9a-f]{6,}\b"                                 # record id: sum_3f9a1c
-    r"|#\d{2,}\b"                                                   # PR #1893, issue #42
-    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"        # hash
-    r"|\bv?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b|\bv\d+\.\d+\b"           # version
-    r"|\b\d+(?:[.,]\d+)?\s?(?:ms|s|min|h|KB|MB|GB|TB|KiB|MiB|GiB|%)(?!\w)"   # figure with a unit
+    r"|(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[^\W\d_][\w.-]*"          # path: two segments or more, a letter last
+    r"|[A-Z][A-Z0-9]{1,9}-\d{1,7}"                                  # ticket: SUP-77410
+    r"|[a-z]{2,}_[0-9a-f]{6,}"                                      # record id: sum_3f9a1c
+    r"|#\d{2,}"                                                     # PR #1893, issue #42
+    r"|(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}"             # hash
+    r"|v?\d+\.\d+\.\d+(?:[-.][\w.]+)?|v\d+\.\d+"                     # version
+    r"|\d+(?:[.,]\d+)?(?:ms|s|min|h|KB|MB|GB|TB|KiB|MiB|GiB|%)"      # figure with its unit attached
 )
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)?")
 _EDGE = ".,;:!?)]}\"'`"
+_LEAD = "([{\"'`<"
+
+
+# a whitespace-delimited token holding one of the characters every shape needs (the
+# lookbehind makes each token tried once, from its start)
+_TOKEN_RE = re.compile(r"(?<!\S)\S*?[/@#_%\d]\S*")
+_UNIT_AFTER_RE = re.compile(r"\s+(ms|s|min|h|KB|MB|GB|TB|KiB|MiB|GiB|%)(?![\w])")
+
+
+def _scan(text: str):
+    """(identifier, relative position 0..1) for each identifier in `text`, in order."""
+    n = max(1, len(text))
+    for m in _TOKEN_RE.finditer(text):
+        t = m.group().strip(_LEAD).rstrip(_EDGE)
+        if len(t) < 2:
+            continue
+        if _SHAPES.fullmatch(t):
+            if len(t) >= 3:
+                yield t, m.start() / n
+        elif _NUMBER_RE.fullmatch(t):
+            u = _UNIT_AFTER_RE.match(text, m.start() + len(m.group().rstrip(_EDGE)))
+            if u:
+                yield f"{t} {u.group(1)}", m.start() / n        # "38.2 GB"
 
 
 def identifiers(text: str) -> list:
-    """The identifiers of `text`, in order, each once (stripped of trailing punctuation)."""
+    """The identifiers of `text`, in order, each once."""
     seen, out = set(), []
-    for m in _ID_RE.finditer(text):
-        ident = m.group().rstrip(_EDGE)
-        if len(ident) >= 3 and ident not in seen:
+    for ident, _ in _scan(text):
+        if ident not in seen:
             seen.add(ident)
             out.append(ident)
     return out
@@ -54,23 +79,20 @@ def _norm(s: str) -> str:
 
 
 def _found(ident: str, haystack: str) -> bool:
-    """In the input, case and spacing aside; a path also as the end of a longer path."""
+    """In the input, case and spacing aside (a path also inside a longer path)."""
     return _norm(ident) in haystack
 
 
-def _weights(input_text: str, ids: set) -> dict:
+def _weights(input_text: str) -> dict:
     """The input's key identifiers and their weights: those used twice or more, or in the
     last quarter of the history (the latest state); each occurrence weighs 1 to 2 by
     how late it comes. An identifier mentioned once, early, is incidental."""
-    n = max(1, len(input_text))
     w, uses, late = {}, {}, set()
-    for m in _ID_RE.finditer(input_text):
-        ident = m.group().rstrip(_EDGE)
-        if ident in ids:
-            w[ident] = w.get(ident, 0.0) + 1.0 + m.start() / n
-            uses[ident] = uses.get(ident, 0) + 1
-            if m.start() >= 0.75 * n:
-                late.add(ident)
+    for ident, pos in _scan(input_text):
+        w[ident] = w.get(ident, 0.0) + 1.0 + pos
+        uses[ident] = uses.get(ident, 0) + 1
+        if pos >= 0.75:
+            late.add(ident)
     return {k: v for k, v in w.items() if uses[k] >= 2 or k in late}
 
 
@@ -86,8 +108,7 @@ def detect(content: str, settings, input_text: Optional[str]) -> list:
         out.append(Finding("invented_identifiers", f"{len(invented)} of the summary's {len(mine)} identifiers occur "
                            f"nowhere in the history: {shown}", failure=False,
                            figures={"invented": invented[:20], "identifiers": len(mine)}))
-    theirs = identifiers(input_text)
-    weights = _weights(input_text, set(theirs)) if len(theirs) >= settings.identifiers_min_input else {}
+    weights = _weights(input_text)
     if len(weights) >= settings.identifiers_min_input:
         summary = _norm(content)
         total = sum(weights.values()) or 1.0
@@ -97,6 +118,6 @@ def detect(content: str, settings, input_text: Optional[str]) -> list:
             dropped = sorted((k for k in weights if _norm(k) not in summary), key=lambda k: -weights[k])
             out.append(Finding("lost_identifiers", f"the summary keeps {retention:.0%} of the history's identifiers "
                                f"(weighted by use and recency); dropped: {', '.join(repr(d) for d in dropped[:5])}",
-                               failure=False, figures={"retention": round(retention, 3), "input_identifiers": len(theirs),
+                               failure=False, figures={"retention": round(retention, 3), "key_identifiers": len(weights),
                                                        "dropped": dropped[:20]}))
     return out
