@@ -72,11 +72,22 @@ def _text_of(content) -> str:
     return ""
 
 
+_CONVERSATION_RE = re.compile(r"<conversation>\s*(.*?)\s*</conversation>", re.S)
+
+
 def conversation(proto: str, body: dict) -> str:
-    """What the request asks to be summarized: every non-system message's text."""
+    """What the request asks to be summarized: every non-system message's text; when the
+    client fences the history as pi does (OpenClaw's compaction: `<conversation>` and
+    `<previous-summary>` before its English instructions), only what is fenced, so the
+    instructions are not taken for history (their language, their size)."""
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     parts = [_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") != "system"]
-    return "\n\n".join(p for p in parts if p)
+    text = "\n\n".join(p for p in parts if p)
+    fenced = _CONVERSATION_RE.findall(text)
+    if fenced:
+        prev = previous_summary(text)
+        return "\n\n".join(fenced + ([f"<previous-summary>\n{prev}\n</previous-summary>"] if prev else []))
+    return text
 
 
 # pi's (OpenClaw's compaction library) update prompt hands the model the summary being

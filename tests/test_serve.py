@@ -323,3 +323,25 @@ def test_the_breaker_is_shared_across_requests_opens_and_recovers(home):
     assert r.headers["x-compaction-guard-level"] == "1" and len(fake.requests) == 7
     st = state(home)
     assert not st["circuit"].get("open_until") and [e["event"] for e in st["circuit"]["events"]][-1] == "closed"
+
+
+def test_a_pi_style_request_is_judged_on_its_fenced_conversation(home):
+    """OpenClaw compacts through pi: the history fenced in <conversation>, the previous
+    summary in <previous-summary>, then long English instructions. A Chinese history
+    summarized in English is language drift even though the instructions are English."""
+    zh = ("用户：我们的夜间备份任务又失败了，你能看看吗？\n助手：backup.sh 从 2026-11-02 开始报 AccessDenied。\n"
+          "用户：那正是我们轮换 KMS 密钥的时候。\n助手：backup-writer 角色对新密钥没有授权。\n") * 4
+    instructions = ("The messages above are a conversation to summarize. Create a structured context checkpoint "
+                    "summary that another LLM will use to continue the work. Use this EXACT format: ## Goal, "
+                    "## Constraints & Preferences, ## Progress, ## Key Decisions, ## Next Steps, ## Critical "
+                    "Context. Keep each section concise. Preserve exact file paths, function names and errors. ") * 3
+    prompt = f"<conversation>\n{zh}\n</conversation>\n\n{instructions}"
+    english = ("The nightly backup fails with AccessDenied since the KMS key rotation on 2026-11-02; the "
+               "backup-writer role needs a grant on the new key, then run backup.sh once by hand.")
+    chinese = "夜间备份自 2026-11-02 起因 KMS 密钥轮换报 AccessDenied；需给 backup-writer 授权新密钥并手动运行 backup.sh。"
+    with FakeLLM([ok(english), ok(chinese)]) as fake, Running(home, upstream(fake)) as run:
+        r = oai(run).chat.completions.with_raw_response.create(model="g", messages=[
+            {"role": "system", "content": "You are a context summarization assistant."},
+            {"role": "user", "content": prompt}])
+    assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "language_drift"
+    assert r.parse().choices[0].message.content == chinese
