@@ -77,9 +77,6 @@ class Ledger:
     def has(self, key: bytes) -> bool:
         return self.con.execute("SELECT 1 FROM counted WHERE k = ?", (key,)).fetchone() is not None
 
-    def count(self) -> int:
-        return self.con.execute("SELECT count(*) FROM counted").fetchone()[0]
-
     # ----------------------------------------------------------------- counting
     def stage(self, keys: Iterable[bytes], counts: dict, batch: int) -> None:
         """Phase 1: mark `keys` counted and keep `counts` as pending batch `batch` (the

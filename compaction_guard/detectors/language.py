@@ -70,14 +70,6 @@ class _Detector:
         return cls._model
 
 
-def available() -> bool:
-    try:
-        _Detector.get()
-        return True
-    except (ImportError, OSError, ValueError):
-        return False
-
-
 def words(text: str) -> str:
     """The text's words: code, URLs, paths, identifiers and numbers set aside."""
     if "`" in text:
