@@ -137,6 +137,9 @@ class Settings:
     # ... and a history with a quarter of its words in the summary's language is mixed:
     # a summary in that language is no drift.
     language_min_share_in_input: float = 0.25
+    # Summaries written in one language on purpose (an ISO 639-1 code, e.g. "en"): drift is
+    # then measured against it, not the history's. Empty: the history's language.
+    summary_language: str = ""
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
     # of the summary's identifiers found nowhere in the input; an input with this many

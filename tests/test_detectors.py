@@ -280,3 +280,14 @@ def test_a_summary_dropping_every_key_identifier_loses_them():
     w = [f for f in r.findings if f.kind == "lost_identifiers"]
     assert r.valid and len(w) == 1 and w[0].figures["retention"] == 0.0
     assert "SUP-77410" in w[0].figures["dropped"] and "infra/iam/backup-writer.tf" in w[0].figures["dropped"]
+
+
+def test_an_operator_who_wants_english_summaries_says_so_once():
+    """summary_language: the expected language replaces the history's."""
+    english = ("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
+               "needs a grant on alias/backup-2026, then run backup.sh once by hand.")
+    chinese = "夜间备份自 2026-11-02 起报 AccessDenied：KMS 密钥轮换后 backup-writer 没有新密钥的授权，需授权后手动运行 backup.sh。"
+    en = SEED.__class__().with_overrides(summary_language="en")
+    assert validate(english, input=ZH_HISTORY, settings=en).valid
+    r = validate(chinese, input=ZH_HISTORY, settings=en)
+    assert r.failures == ["language_drift"] and "summary_language" in r.reasons["language_drift"]

@@ -150,6 +150,16 @@ def detect(content: str, settings, input_text: Optional[str]) -> list:
         return []
     if out[2] < settings.language_min_letters:
         return []
+    want = (settings.summary_language or "").strip().lower()
+    if want:                 # the operator asks for summaries in one language, whatever the history's
+        want = _group(want)
+        if out[0] == want or out[1] < settings.language_min_confidence \
+                or out[3].get(want, 0.0) > settings.language_max_cross_probability:
+            return []
+        return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but summaries are "
+                        f"expected in {_name(want)} (setting summary_language); re-run compaction",
+                        figures={"summary_language": out[0], "summary_confidence": round(out[1], 3),
+                                 "expected_language": want})]
     src = identify(input_text)
     if src[2] < settings.language_min_letters or out[0] == src[0]:
         return []            # the history has too few words to have a language, or the summary keeps it
