@@ -257,6 +257,17 @@ def _label(value) -> str:
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def failures_by_store_kind(failures: dict) -> dict:
+    """Failure counts per source with every `file:<name>` folded into `file`: one label
+    value per store kind, so a metric's label set stays bounded whatever was checked."""
+    by_source = {}
+    for src, kinds in failures.items():
+        into = by_source.setdefault("file" if src.startswith("file:") else src, {})
+        for kind, n in kinds.items():
+            into[kind] = into.get(kind, 0) + n
+    return by_source
+
+
 def report_prometheus(rep: dict) -> str:
     """The Prometheus text exposition format (for node_exporter's textfile collector or
     a Pushgateway): counters per level, per failure kind and source; gauges for the
@@ -277,11 +288,7 @@ def report_prometheus(rep: dict) -> str:
            "by who wrote them.", [({"written_by": k[3:]}, rep["stored_summaries"][k]) for k in ("by_model", "by_fallback")])
     # one label value per store kind: files checked with --file (`file:<name>`) are one `file`
     # source here, so the label set stays bounded whatever was checked
-    by_source = {}
-    for src, kinds in totals["failures"].items():
-        into = by_source.setdefault("file" if src.startswith("file:") else src, {})
-        for kind, n in kinds.items():
-            into[kind] = into.get(kind, 0) + n
+    by_source = failures_by_store_kind(totals["failures"])
     metric("compaction_guard_failures_total", "counter", "Failing summaries, by failure kind and store.",
            [({"source": src, "kind": kind}, n) for src, kinds in sorted(by_source.items())
             for kind, n in sorted(kinds.items())])

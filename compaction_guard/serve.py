@@ -599,6 +599,7 @@ def _metrics_text(proxy: Proxy) -> str:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
     from . import operations
+    from .render import failures_by_store_kind
 
     rep = operations.report(proxy.store.path.parents[2], proxy.settings)
 
@@ -616,12 +617,7 @@ def _metrics_text(proxy: Proxy) -> str:
             yield c
             c = CounterMetricFamily("compaction_guard_failures", "Failing summaries, by failure kind and store.",
                                     labels=["source", "kind"])
-            by_source = {}
-            for src, kinds in rep["totals"]["failures"].items():
-                into = by_source.setdefault("file" if src.startswith("file:") else src, {})
-                for kind, n in kinds.items():
-                    into[kind] = into.get(kind, 0) + n
-            for src, kinds in sorted(by_source.items()):
+            for src, kinds in sorted(failures_by_store_kind(rep["totals"]["failures"]).items()):
                 for kind, n in sorted(kinds.items()):
                     c.add_metric([src, kind], n)
             yield c
