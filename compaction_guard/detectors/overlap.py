@@ -1,0 +1,72 @@
+"""What a summary shares with its input, measured once and read by several detectors.
+
+A summary condenses a history: it reuses the history's words, and in the history's
+language it reuses its function words too. `Overlap` measures the share of the
+summary's word units that occur in the input (`shared`). language_drift reads it as
+"same language" above `language_same_overlap` (a summary in another language shares
+almost none of its input's words: 0.09 at the 95th percentile on 742 real
+cross-language pairs, against a median of 1.0 for summaries of their own history) and
+then skips identification, its costliest step.
+
+Units are script-aware and cheap: the text lowercased, as UTF-8 bytes, punctuation,
+digits and identifier characters mapped to spaces in one `bytes.translate`, split on
+whitespace (~4x faster than a regex over the text); a run of Han, kana or Hangul
+(written without spaces, or with particles glued to words) becomes its character
+bigrams. Both sides are cut the same way, so what the cut misses it misses on both.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..tokens import CJK_RE
+
+_SEPARATORS = b".,;:!?()[]{}\"'`<>*|=+~^$&\\/-_#@%0123456789"
+_TABLE = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
+_CJK_RUN_RE = re.compile(CJK_RE.pattern + "+")
+_NOT_CJK_RUN_RE = re.compile("[^" + CJK_RE.pattern[1:] + "+")
+# punctuation outside ASCII: guillemets, curly quotes, dashes, ellipsis, CJK and
+# full-width marks (`«terminé»` is the word `terminé`)
+_WIDE_PUNCT_RE = re.compile("[\u00a0\u00ab\u00bb\u00bf\u00a1\u2010-\u206f\u3000-\u303f\uff01-\uff0f\uff1a-\uff20"
+                            "\uff3b-\uff40\uff5b-\uff65\u0964\u0965\u060c\u061b\u061f\u06d4]")
+
+
+def units(text: str) -> list:
+    """The text's word units, in order: words (bytes), then the bigrams of its CJK runs (str)."""
+    if text.isascii():
+        return text.lower().encode().translate(_TABLE).split()
+    text = _WIDE_PUNCT_RE.sub(" ", text)
+    if not CJK_RE.search(text):
+        return text.lower().encode("utf-8", "surrogatepass").translate(_TABLE).split()
+    out = _CJK_RUN_RE.sub(" ", text).lower().encode("utf-8", "surrogatepass").translate(_TABLE).split()
+    cjk = _NOT_CJK_RUN_RE.sub(" ", text)
+    # each character with the next, in C (a bigram across two runs holds the space that
+    # parted them: the same on both sides)
+    out.extend(map(str.__add__, cjk, cjk[1:]) if len(cjk) > 1 else [cjk])
+    return out
+
+
+class InputView:
+    """An input text's figures, each computed on first use and kept for the other
+    detectors of the same summary (and for every attempt of a chain run)."""
+
+    __slots__ = ("text", "_units")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._units: Optional[frozenset] = None
+
+    @property
+    def unit_set(self) -> frozenset:
+        if self._units is None:
+            self._units = frozenset(units(self.text))
+        return self._units
+
+
+def shared(content: str, view: InputView) -> tuple:
+    """(share of the summary's units found in the input, the summary's unit count)."""
+    mine = units(content)
+    if not mine:
+        return 0.0, 0
+    have = view.unit_set
+    return sum(map(have.__contains__, mine)) / len(mine), len(mine)
