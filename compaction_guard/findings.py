@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 # The failure kinds, exactly as reported.
-FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift")
+FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift",
+                 "ungrounded")
 
 
 @dataclass

@@ -145,6 +145,13 @@ class Settings:
     # then measured against it, not the history's. Empty: the history's language.
     summary_language: str = ""
 
+    # ungrounded (detectors/grounding.py): a summary in its input's language with at least
+    # ungrounded_min_units content words of which at most this share (identifiers counted)
+    # occur in the input. Real overviews of their own manual page: 0.04 at the lowest (one
+    # in 333); off-topic same-language text: 36% at 0.03 or under, 60% at 0.1.
+    ungrounded_max_support: float = 0.03
+    ungrounded_min_units: int = 12
+
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
     # of the summary's identifiers found nowhere in the input; an input with this many
     # identifiers whose summary keeps under this weighted share of them.

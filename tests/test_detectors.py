@@ -1,4 +1,7 @@
 """Each detector on the forms it exists for, and on the good text it must leave alone."""
+import json
+from pathlib import Path
+
 import pytest
 
 from compaction_guard import validate, SEED
@@ -291,3 +294,63 @@ def test_an_operator_who_wants_english_summaries_says_so_once():
     assert validate(english, input=ZH_HISTORY, settings=en).valid
     r = validate(chinese, input=ZH_HISTORY, settings=en)
     assert r.failures == ["language_drift"] and "summary_language" in r.reasons["language_drift"]
+
+
+# ------------------------------------------------------------------ ungrounded (issue #12)
+REAL = Path(__file__).parent / "corpus" / "real"
+
+
+def _real_model_output(output_id: str) -> tuple:
+    out = next(r for r in map(json.loads, open(REAL / "model_outputs.jsonl", encoding="utf-8")) if r["id"] == output_id)
+    hist = next(h for h in map(json.loads, open(REAL / "histories.jsonl", encoding="utf-8")) if h["id"] == out["history"])
+    return out["output"], hist["text"]
+
+
+def _overview(page_id: str) -> dict:
+    return next(r for r in map(json.loads, open(REAL / "grounding.jsonl", encoding="utf-8")) if r["id"] == page_id)
+
+
+def test_a_real_model_output_about_nothing_in_its_history_is_ungrounded():
+    """SmolLM2 given an Italian code review wrote Italian sentences about nothing in it."""
+    output, history = _real_model_output("h046-it-code-review-r1")
+    r = validate(output, input=history)
+    assert r.failures == ["ungrounded"]
+    f = next(f for f in r.findings if f.kind == "ungrounded")
+    assert f.figures["support"] <= 0.03 and f.figures["content_units"] >= 12 and "not in it" in f.reason
+
+
+def test_a_manual_page_overview_is_grounded_in_its_own_page_and_not_in_another():
+    """Real text nobody here wrote: ssh(1)'s German overview, its own page, fgrep(1)'s."""
+    ssh, fgrep = _overview("gr-de-ssh.1"), _overview("gr-de-fgrep.1")
+    assert validate(ssh["summary"], input=ssh["input"]).valid
+    r = validate(ssh["summary"], input=fgrep["input"])
+    assert r.failures == ["ungrounded"] and "'ssh'" in r.reasons["ungrounded"]
+
+
+def test_a_paraphrase_naming_what_the_history_names_is_grounded():
+    r = validate("Backups broke after permissions changed; the writer role got encryption rights in the Terraform "
+                 "file for backup-writer and SUP-77410 can be closed once the runbook mentions it.", input=ID_HISTORY)
+    assert r.valid and "ungrounded" not in [f.kind for f in r.findings]
+
+
+def test_a_summary_in_another_language_is_drift_not_ungrounded():
+    r = validate("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
+                 "needs a grant on alias/backup-2026, then run backup.sh once by hand.", input=ZH_HISTORY)
+    assert r.failures == ["language_drift"]
+
+
+def test_a_short_summary_is_not_judged_for_grounding():
+    assert validate("Der Nutzer möchte morgen über Katzen reden.", input=ID_HISTORY).valid
+
+
+def test_the_chain_escalates_an_ungrounded_reply():
+    from compaction_guard import run_chain
+    output, history = _real_model_output("h046-it-code-review-r1")
+
+    class OffTopicFirst:
+        name = "off-topic-first"
+
+        def summarize(self, text, request):
+            return output if request.level == 1 else history.splitlines()[0][:200]
+    r = run_chain(history, summarizer=OffTopicFirst())
+    assert r.level_used == 2 and r.attempts[0].failures == ["ungrounded"] and not r.attempts[1].failures

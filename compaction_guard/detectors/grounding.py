@@ -1,0 +1,79 @@
+"""ungrounded: a summary that shares almost nothing with the history it condenses.
+
+A small model that does not read its input writes about something else: given a
+billing-support chat, "a lovely girl" and `@gemma_cressida`; given a French code review,
+French sentences about nothing in it. The text is well-formed, so no other detector
+sees it; the agent would resume on an invented past.
+
+Support: of the summary's content units (words of 3+ bytes and CJK bigrams that are not
+among the most frequent words of any of 42 languages: data/common_words.txt, from
+wordfreq; see scripts/make_common_words.py) and its identifiers (detectors/identifiers.py),
+the share found in the input (detectors/overlap.py cuts both sides the same way). A
+summary paraphrases, but it names what the history names: the command, the file, the
+service, the ticket.
+
+Failure at `ungrounded_max_support` or less with `ungrounded_min_units` content units
+or more (a short summary is not judged), only when the summary is in the input's
+language (shared function words above `language_same_overlap`, or fastText says so):
+a summary in another language shares no words with its input whatever it says, and
+language_drift speaks for it. Measured on real text (tests/corpus/evaluate.py, set
+`grounding`: Debian manual pages' overviews against their own page and another page in
+the same language; set `model`: SmolLM2's outputs read by hand at low support).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional
+
+from ..findings import Finding
+from . import identifiers as ids
+from .overlap import InputView
+
+
+@lru_cache(maxsize=1)
+def common_units() -> frozenset:
+    """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts)."""
+    from importlib.resources import files
+    out = set()
+    text = files("compaction_guard").joinpath("data/common_words.txt").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            out.add(line if len(line) == 2 and not line.isascii() and _cjk(line) else line.encode("utf-8"))
+    return frozenset(out)
+
+
+def _cjk(s: str) -> bool:
+    from ..tokens import CJK_RE
+    return bool(CJK_RE.search(s))
+
+
+def support(mine: list, content: str, view: InputView) -> tuple:
+    """(support, content units judged, a few content units not found)."""
+    common = common_units()
+    content_units = [u for u in mine if u not in common and (len(u) >= 3 if isinstance(u, bytes) else True)]
+    have = view.unit_set
+    missing = [u for u in content_units if u not in have]
+    idents = ids.identifiers(content)
+    found_ids = sum(1 for i in idents if ids.found(i, view.norm)) if idents else 0
+    n = len(content_units) + len(idents)
+    if not n:
+        return 1.0, 0, []
+    shown = []
+    for u in missing:
+        w = u.decode("utf-8", "replace") if isinstance(u, bytes) else u
+        if w not in shown:
+            shown.append(w)
+        if len(shown) >= 5:
+            break
+    return (len(content_units) - len(missing) + found_ids) / n, len(content_units), shown
+
+
+def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool]) -> list:
+    if view is None or not same_language:
+        return []
+    share, n, missing = support(mine, content, view)
+    if n < settings.ungrounded_min_units or share > settings.ungrounded_max_support:
+        return []
+    return [Finding("ungrounded", f"only {share:.0%} of the summary's {n} content words occur in the history (not "
+                    f"in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about something else; re-run "
+                    "compaction", figures={"support": round(share, 3), "content_units": n, "not_in_input": missing})]
