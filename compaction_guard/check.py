@@ -41,23 +41,25 @@ def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False) 
 
 
 def _detect(job) -> tuple:
-    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy)."""
+    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy,
+    fidelity figures or None)."""
     content, input_text, input_tokens, counter, settings, allow_own_l3 = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None:
         input_tokens = count(input_text)
     output_tokens = count(content)
     entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
+    measures = {}
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text)
-    return findings, output_tokens, input_tokens, entropy
+                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text, measures=measures)
+    return findings, output_tokens, input_tokens, entropy, (measures or None)
 
 
 def _judge(sid: str, content, settings: Settings) -> list:
     """A stored summary's failure kinds on its text alone (a condensed summary's source
     that this check did not yield)."""
     content = content if isinstance(content, str) else ("" if content is None else str(content))
-    findings, _, _, _ = _detect((content, None, None, "guard", settings, False))
+    findings = _detect((content, None, None, "guard", settings, False))[0]
     return [f.kind for f in findings if f.failure]
 
 
@@ -68,13 +70,14 @@ def _detect_batch(jobs: list) -> list:
 def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Optional[StaleTracker] = None,
                  allow_own_l3: bool = False) -> Result:
     """Validate one record. Pass the same StaleTracker across records of one check."""
-    findings, output_tokens, input_tokens, entropy = _detect(_job(record, settings, allow_own_l3))
+    findings, output_tokens, input_tokens, entropy, fidelity = _detect(_job(record, settings, allow_own_l3))
     findings += (stale or StaleTracker()).detect(record)
-    return _result(record, findings, output_tokens, input_tokens, entropy)
+    return _result(record, findings, output_tokens, input_tokens, entropy, fidelity)
 
 
-def _result(rec, findings, output_tokens, input_tokens, entropy) -> Result:
+def _result(rec, findings, output_tokens, input_tokens, entropy, fidelity=None) -> Result:
     r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy)
+    r.fidelity = fidelity
     r.new = rec.new
     r.key = rec.key
     r.session = (rec.meta or {}).get("session")
@@ -114,7 +117,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     primed = set()
 
     def finish(rec, outcome):
-        findings, output_tokens, input_tokens, entropy = outcome
+        findings, output_tokens, input_tokens, entropy, fidelity = outcome
         scope = rec.stale_scope
         if source is not None and stale.needs_history(scope):
             stale.prime(scope, source.history(scope, rec))
@@ -126,7 +129,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         failed = [f.kind for f in findings if f.failure]
         findings += lineage.detect(rec, failed, source)
         lineage.remember(rec.id, failed)
-        return _result(rec, findings, output_tokens, input_tokens, entropy)
+        return _result(rec, findings, output_tokens, input_tokens, entropy, fidelity)
 
     if workers <= 1:
         for rec in records:

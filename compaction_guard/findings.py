@@ -35,6 +35,9 @@ class Result:
     output_tokens: int
     input_tokens: Optional[int]
     entropy: float
+    # measured against the input, when it is known (detectors.detect_all): word_overlap,
+    # same_language, grounding, content_words, key_identifiers, identifier_retention
+    fidelity: Optional[dict] = None
 
     @property
     def failures(self) -> list:
@@ -71,4 +74,5 @@ class Result:
             "output_tokens": self.output_tokens,
             "input_tokens": self.input_tokens,
             "entropy": self.entropy,
+            "fidelity": self.fidelity,
         }

@@ -24,8 +24,14 @@ def test_check_demo_text_and_json(demo_home):
     assert set(doc) >= {"checked_at", "summaries_checked", "failures_found", "escalations", "status", "results"}
     assert doc["summaries_checked"] == 10 and doc["failures_found"] == 7 and doc["status"] == "DEGRADED"
     r = doc["results"][3]
-    assert set(r) == {"id", "source", "valid", "failures", "warnings", "reasons", "output_tokens", "input_tokens", "entropy"}
+    assert set(r) == {"id", "source", "valid", "failures", "warnings", "reasons", "output_tokens", "input_tokens", "entropy",
+                      "fidelity"}
     assert r["id"] == "s-d0-003" and r["source"] == "memory-dag-compactor" and r["input_tokens"] > 0
+    assert r["fidelity"] is None                     # a loop: nothing to measure against its input
+    good = doc["results"][0]["fidelity"]             # a good leaf against its MEMORY.md entries
+    assert set(good) == {"word_overlap", "same_language", "grounding", "content_words", "key_identifiers",
+                         "identifier_retention"}
+    assert good["same_language"] is True and 0.5 < good["grounding"] <= 1.0 and good["word_overlap"] > 0.5
     assert [x["id"] for x in doc["results"]][:3] == ["s-d0-000", "s-d0-001", "s-d0-002"]   # input order
 
 

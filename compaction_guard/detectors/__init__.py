@@ -16,8 +16,10 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "groundin
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
-               allow_own_l3: bool = False, input_text: Optional[str] = None) -> list:
-    """Run every per-summary detector on `content`; staleness is checked by StaleTracker."""
+               allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None) -> list:
+    """Run every per-summary detector on `content`; staleness is checked by StaleTracker.
+    `measures`, when given, receives what was measured against the input (fidelity figures:
+    word overlap, grounding support, identifier retention), whatever was found."""
     findings = empty.detect(content, settings, input_tokens, input_text)
     if any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
@@ -33,8 +35,11 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         # noise and loops have no language to judge; the input's figures are measured once
         view = overlap.InputView(input_text)
         mine = overlap.units(content)
-        drift, same = language.judge(content, settings, input_text, overlap=overlap.shared(mine, view))
+        share = overlap.shared(mine, view)
+        drift, same = language.judge(content, settings, input_text, overlap=share)
+        if measures is not None:
+            measures.update(word_overlap=round(share, 3), same_language=same, grounding=None)
         findings += drift
-        findings += grounding.detect(content, settings, view, mine, same)
-        findings += identifiers.detect(content, settings, input_text, view)
+        findings += grounding.detect(content, settings, view, mine, same, measures)
+        findings += identifiers.detect(content, settings, input_text, view, measures)
     return findings

@@ -68,10 +68,14 @@ def support(mine: list, content: str, view: InputView) -> tuple:
     return (len(content_units) - len(missing) + found_ids) / n, len(content_units), shown
 
 
-def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool]) -> list:
+def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool],
+           measures: Optional[dict] = None) -> list:
     if view is None or not same_language:
         return []
     share, n, missing = support(mine, content, view)
+    if measures is not None:
+        measures["grounding"] = round(share, 3)
+        measures["content_words"] = n
     if n < settings.ungrounded_min_units or share > settings.ungrounded_max_support:
         return []
     return [Finding("ungrounded", f"only {share:.0%} of the summary's {n} content words occur in the history (not "

@@ -96,8 +96,9 @@ def _weights(input_text: str) -> dict:
     return {k: v for k, v in w.items() if uses[k] >= 2 or k in late}
 
 
-def detect(content: str, settings, input_text: Optional[str], view=None) -> list:
-    """`view`: the input's overlap.InputView, when the caller has one (its figures are shared)."""
+def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None) -> list:
+    """`view`: the input's overlap.InputView, when the caller has one (its figures are shared).
+    `measures`, when given, receives the retention figure (None: the input has no key identifiers)."""
     if not input_text or len(content) < 8:
         return []
     out = []
@@ -110,12 +111,17 @@ def detect(content: str, settings, input_text: Optional[str], view=None) -> list
                            f"nowhere in the history: {shown}", failure=False,
                            figures={"invented": invented[:20], "identifiers": len(mine)}))
     weights = _weights(input_text)
-    if len(weights) >= settings.identifiers_min_input:
+    if measures is not None:
+        measures["key_identifiers"] = len(weights)
+        measures["identifier_retention"] = None
+    if weights:
         summary = _norm(content)
         total = sum(weights.values()) or 1.0
         kept = sum(v for k, v in weights.items() if _norm(k) in summary)
         retention = kept / total
-        if retention < settings.identifiers_min_retention:
+        if measures is not None:
+            measures["identifier_retention"] = round(retention, 3)
+        if len(weights) >= settings.identifiers_min_input and retention < settings.identifiers_min_retention:
             dropped = sorted((k for k in weights if _norm(k) not in summary), key=lambda k: -weights[k])
             out.append(Finding("lost_identifiers", f"the summary keeps {retention:.0%} of the history's identifiers "
                                f"(weighted by use and recency); dropped: {', '.join(repr(d) for d in dropped[:5])}",
