@@ -45,8 +45,8 @@ def _detect(job) -> tuple:
     fidelity figures or None)."""
     content, input_text, input_tokens, counter, settings, allow_own_l3 = job
     count = COUNTERS.get(counter, estimate_tokens)
-    if input_text is not None:
-        input_tokens = count(input_text)
+    if input_text is not None and input_tokens is None:
+        input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
     output_tokens = count(content)
     entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
     measures = {}

@@ -65,6 +65,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             report.notes.append(f"no compaction store found under {home} (looked for memory-dag-compactor state, "
                                 "lcm.db, agents/*/sessions/*.jsonl and agents/*/agent/openclaw-agent.sqlite); "
                                 "nothing to check")
+    for src in sources:
+        src.input_chars = settings.max_input_chars
     new_marks = {}
     log = FailureLog(settings.max_failures_kept)
     # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to

@@ -145,6 +145,10 @@ class Settings:
     # then measured against it, not the history's. Empty: the history's language.
     summary_language: str = ""
 
+    # A store's input text for a summary (lcm messages, transcript entries) is cut to its
+    # last this many characters: the fidelity checks' cost per summary stays bounded.
+    max_input_chars: int = 200_000
+
     # ungrounded (detectors/grounding.py): a summary in its input's language with at least
     # ungrounded_min_units content words of which at most this share (identifiers counted)
     # occur in the input. Real overviews of their own manual page: 0.04 at the lowest (one

@@ -146,7 +146,10 @@ def test_session_jsonl_compactions(home):
         fh.write(json.dumps(message(12, HISTORY[12])) + "\n")
         fh.write(json.dumps(compaction("c4", GOOD_A, 60000, "2026-11-28T15:00:00.000Z")) + "\n")
     rep = operations.check(home)
-    assert [(r.id, r.failures) for r in rep.results] == [("c4", ["stale"])]
+    # an old summary again (stale), and nothing in it is about what it condensed: the last
+    # summary and message 12, read again from the file (ungrounded)
+    assert [(r.id, r.failures) for r in rep.results] == [("c4", ["ungrounded", "stale"])]
+    assert "service-12" not in rep.results[0].reasons["ungrounded"] and rep.results[0].fidelity["grounding"] <= 0.03
 
 
 def test_bad_jsonl_lines_are_skipped_with_a_count(home):
@@ -410,3 +413,86 @@ def test_a_dag_node_condensed_from_a_garbled_leaf_is_tainted(home):
     by = {r.id: r for r in rep.results}
     assert by["s-d0-001"].failures == ["garbled"] and by["s-d1-000"].valid
     assert any(w.startswith("tainted_lineage") and "s-d0-001 (garbled)" in w for w in by["s-d1-000"].warnings)
+
+
+def test_lcm_leaves_and_condensed_nodes_are_judged_against_their_source_texts(home):
+    """Issue #12: a leaf's input is its messages' content (summary_messages -> messages), a
+    condensed node's its sources' content; language_drift, ungrounded and the fidelity
+    figures come with lossless-claw's own ids, and its token counts still rule inflation."""
+    from pathlib import Path
+    real = Path(__file__).parent / "corpus" / "real"
+    out = next(json.loads(x) for x in open(real / "model_outputs.jsonl", encoding="utf-8") if '"h046-it-code-review-r1"' in x)
+    hist = next(json.loads(x) for x in open(real / "histories.jsonl", encoding="utf-8") if f'"{out["history"]}"' in x)
+    zh = ["我们的夜间备份任务又失败了，你能看看吗？", "backup.sh 从 2026-11-02 开始在 s3://acme-backups/nightly 上报 AccessDenied。",
+          "那正是我们轮换 KMS 密钥的时候。", "是的，backup-writer 角色对新密钥 alias/backup-2026 没有授权。",
+          "请修复并手动运行一次备份。"] * 3
+    b = LcmBuilder(home / "lcm.db")
+    conv = b.conversation("sess-fidelity")
+    m_it = b.messages(conv, hist["text"].splitlines())
+    b.summary(conv, out["output"], messages=m_it, sid="sum_it_offtopic")
+    m_zh = b.messages(conv, zh)
+    b.summary(conv, "The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
+              "needs a grant on alias/backup-2026, then run backup.sh once by hand.", messages=m_zh, sid="sum_zh_in_en")
+    m_ok = b.messages(conv, HISTORY[:10])
+    b.summary(conv, "Configured service-0 to service-9 on hosts web-00 to web-09, ports 8000-8009; each config file "
+              "/etc/svc/<n>.yaml was given with its checksum.", messages=m_ok, sid="sum_ok")
+    b.summary(conv, "Services 0-9 configured on web-00..web-09 (ports 8000-8009, /etc/svc/<n>.yaml).",
+              parents=["sum_ok"], sid="sum_cond")
+    b.close()
+    before = files_digest(home)
+    rep = operations.check(home)
+    by = {r.id: r for r in rep.results}
+    assert by["sum_it_offtopic"].failures == ["ungrounded"]
+    assert by["sum_zh_in_en"].failures == ["language_drift"]
+    ok = by["sum_ok"]
+    assert ok.valid and ok.fidelity["same_language"] is True and ok.fidelity["grounding"] > 0.5
+    assert ok.fidelity["identifier_retention"] is not None
+    # lossless-claw's token_count totals, not a count of the joined text
+    con = sqlite3.connect(home / "lcm.db")
+    total = con.execute("SELECT TOTAL(m.token_count) FROM summary_messages sm JOIN messages m ON "
+                        "m.message_id = sm.message_id WHERE sm.summary_id = 'sum_ok'").fetchone()[0]
+    con.close()
+    assert ok.input_tokens == int(total)
+    cond = by["sum_cond"]
+    assert cond.valid and cond.fidelity is not None and cond.fidelity["word_overlap"] > 0.5
+    assert files_digest(home) == before
+
+
+ZH = ["我们的夜间备份任务又失败了，你能看看吗？", "backup.sh 从 2026-11-02 开始在 s3://acme-backups/nightly 上报 AccessDenied。",
+      "那正是我们轮换 KMS 密钥的时候。", "是的，backup-writer 角色对新密钥 alias/backup-2026 没有授权。",
+      "请修复并手动运行一次备份。", "好的，我已经授权并重新运行了备份，这次成功了，上传了 38.2 GB。"]
+ZH_SUMMARY = "夜间备份因 KMS 密钥轮换报 AccessDenied；已给 backup-writer 授权 alias/backup-2026 并手动运行备份，上传 38.2 GB 成功。"
+EN_SUMMARY = ("The nightly backup failed with AccessDenied after the KMS key rotation; backup-writer was granted "
+              "alias/backup-2026 and the manual re-run uploaded 38.2 GB.")
+
+
+def test_a_session_compaction_is_judged_against_what_it_condensed_even_incrementally(home):
+    """A compaction's input: the previous summary and the entries from the previous
+    compaction's first kept entry; the next check reads that window again from the file
+    (its offset in the state, no text) and judges the new compaction against it."""
+    f = home / "agents" / "main" / "sessions" / "zh.jsonl"
+    entries = [message(i, ZH[i]) for i in range(6)]
+    entries.append(compaction("c1", ZH_SUMMARY, 9000, "2026-11-28T09:10:00.000Z", first_kept="m0004"))
+    session_jsonl(f, "zh", entries)
+    rep = operations.check(home)
+    (r1,) = rep.results
+    assert r1.valid and r1.fidelity["same_language"] is True and r1.input_tokens == 9000
+    with open(f, "a", encoding="utf-8") as fh:
+        for i in range(6, 8):
+            fh.write(json.dumps(message(i, "".join(ZH[2:] if i % 2 else ZH[:4])), ensure_ascii=False) + "\n")
+        fh.write(json.dumps(compaction("c2", EN_SUMMARY, 9500, "2026-11-28T10:10:00.000Z", first_kept="m0007")) + "\n")
+    rep = operations.check(home)
+    (r2,) = rep.results
+    assert r2.id == "c2" and r2.failures == ["language_drift"] and r2.fidelity is not None
+    text = state_path(home).read_text()
+    assert "备份" not in text and "nightly" not in text     # the window is an offset, not text
+
+
+def test_agent_db_compactions_get_their_input_text_on_a_full_read(home):
+    db = home / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    events = [("z", i + 1, message(i, ZH[i])) for i in range(6)]
+    events.append(("z", 7, compaction("e1", EN_SUMMARY, 9000, "2026-11-28T09:00:00Z", first_kept="m0005")))
+    agent_db(db, events, compress_from=3)
+    rep = operations.check(home)
+    (r,) = rep.results
+    assert r.failures == ["language_drift"] and r.fidelity["same_language"] is False

@@ -38,7 +38,7 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         share = overlap.shared(mine, view)
         drift, same = language.judge(content, settings, input_text, overlap=share)
         if measures is not None:
-            measures.update(word_overlap=round(share, 3), same_language=same, grounding=None)
+            measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
         findings += drift
         findings += grounding.detect(content, settings, view, mine, same, measures)
         findings += identifiers.detect(content, settings, input_text, view, measures)

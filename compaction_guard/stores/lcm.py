@@ -1,11 +1,13 @@
 """lossless-claw's lcm.db, read-only and streamed.
 
-Every row of `summaries`, in insertion (rowid) order. A leaf's input is the
-token_count of its source messages (summary_messages -> messages); a condensed
-node's input is the token_count of its source summaries (summary_parents: its
-`parent_summary_id` rows are the SOURCE summaries, the naming is inverted). Those
-counts are lossless-claw's own estimate, so the summary is counted the same way
-(token_counter "lcm"). Rows with model = 'emergency-fallback' were written with no
+Every row of `summaries`, in insertion (rowid) order. A leaf's input is its source
+messages (summary_messages -> messages, in their ordinal order, `role: content`); a
+condensed node's input is its source summaries (summary_parents: its
+`parent_summary_id` rows are the SOURCE summaries, the naming is inverted). Both as
+text (what language_drift, ungrounded and the identifier checks read; at most
+`input_chars` of it, the latest) and as lossless-claw's own token_count totals (the
+inflation ratio: the summary is counted the same way, token_counter "lcm"). The texts
+are read batch by batch with their summaries: never all at once. Rows with model = 'emergency-fallback' were written with no
 model at all: L3 usage. Stale scope: the conversation.
 
 Path: $LCM_DATABASE_PATH, else $OPENCLAW_STATE_DIR/lcm.db, else $OPENCLAW_HOME/lcm.db.
@@ -20,7 +22,7 @@ from ..tokens import content_key
 from ..errors import GuardError
 from ..records import SummaryRecord
 from . import sqlite_ro
-from .source import Source
+from .source import Source, keep_tail
 
 KIND = "lossless-claw"
 REQUIRED = {"summaries": {"summary_id", "conversation_id", "content"}}
@@ -100,14 +102,17 @@ class LcmSource(Source):
             rows, inputs = self._batch(select, last)
             if not rows:
                 break
-            parents = self._parents([r[1] for r in rows]) if self.has_parents else {}
+            ids = [r[1] for r in rows]
+            parents = self._parents(ids) if self.has_parents else {}
+            texts = self._input_texts(ids)
             for rowid, sid, conv, content, kind, model in rows:
                 last = rowid
                 self._max_rowid = rowid
                 self.records_read += 1
                 yield SummaryRecord(
                     id=str(sid), content=content if isinstance(content, str) else ("" if content is None else str(content)),
-                    source=KIND, input_tokens=inputs.get(sid), stale_scope=f"lcm:{conv}", token_counter="lcm",
+                    source=KIND, input_tokens=inputs.get(sid), input_text=texts.pop(sid, None),
+                    stale_scope=f"lcm:{conv}", token_counter="lcm",
                     meta={"fallback": model == "emergency-fallback", "conversation_id": conv, "kind": kind,
                           "model": model, "rowid": rowid, "sources": parents.get(sid, [])})
 
@@ -144,6 +149,28 @@ class LcmSource(Source):
                                          f"IN ({marks}) ORDER BY summary_id, ordinal", ids):
             out.setdefault(sid, []).append(str(pid))
         return out
+
+    def _input_texts(self, ids: list) -> dict:
+        """{summary id: the text it condensed}: a leaf's messages, a condensed node's sources."""
+        parts = {}
+        marks = ",".join("?" * len(ids))
+        if self.has_msgs and "content" in self.cols.get("messages", set()):
+            role = "m.role" if "role" in self.cols["messages"] else "NULL"
+            order = "sm.ordinal" if "ordinal" in self.cols.get("summary_messages", set()) else "sm.rowid"
+            for sid, who, text in self.con.execute(
+                    f"SELECT sm.summary_id, {role}, m.content FROM summary_messages sm JOIN messages m "
+                    f"ON m.message_id = sm.message_id WHERE sm.summary_id IN ({marks}) ORDER BY sm.summary_id, {order}",
+                    ids):
+                if isinstance(text, str) and text:
+                    parts.setdefault(sid, []).append(f"{who}: {text}" if who else text)
+        if "summary_parents" in self.cols:
+            for sid, text in self.con.execute(
+                    f"SELECT sp.summary_id, p.content FROM summary_parents sp JOIN summaries p "
+                    f"ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id IN ({marks}) "
+                    f"ORDER BY sp.summary_id, sp.ordinal", ids):
+                if isinstance(text, str) and text:
+                    parts.setdefault(sid, []).append(text)
+        return {sid: keep_tail(p, self.input_chars) for sid, p in parts.items()}
 
     def summaries(self, ids):
         out = []

@@ -13,8 +13,18 @@ from typing import Iterable, Iterator, Optional
 from ..tokens import content_key
 
 
+def keep_tail(parts: list, limit: int) -> str:
+    """The parts joined by newlines, at most the last `limit` characters (the latest state
+    matters most; what an over-long input costs the detectors stays bounded)."""
+    text = "\n".join(parts)
+    return text[-limit:] if len(text) > limit else text
+
+
 class Source:
     kind = "source"            # shown to people and in results' `source`
+    # the input text a store gives a summary is cut to its last this many characters
+    # (Settings.max_input_chars; operations sets it)
+    input_chars = 200_000
 
     def __init__(self, path: Path):
         self.path = Path(path)

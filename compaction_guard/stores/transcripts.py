@@ -4,12 +4,18 @@ File-backed: $OPENCLAW_HOME/agents/<agentId>/sessions/<sessionId>.jsonl, one JSO
 entry per line. Database-backed (OpenClaw 2026.7.2+):
 $OPENCLAW_HOME/agents/<agentId>/agent/openclaw-agent.sqlite, table transcript_events
 (session_id, seq, event_json | event_zstd). Either way a compaction entry is
-{"type": "compaction", "id", "timestamp", "summary", "tokensBefore", ...}: one
-record, input = tokensBefore, id = the entry's id, stale scope = the session.
+{"type": "compaction", "id", "timestamp", "summary", "tokensBefore", "firstKeptEntryId", ...}:
+one record, id = the entry's id, stale scope = the session, input tokens = tokensBefore,
+input text = what the compaction condensed: the previous compaction's summary and the
+message entries from the previous compaction's first kept entry up to this one's
+(`role: text`, tool calls as `name(arguments)`; at most `input_chars`, the latest).
 
 JSONL is read from the byte offset where the last check stopped (a file that
-shrank or was replaced is read again from the start). A line that is not JSON,
-or a last line still being written, is skipped with a count, never the file.
+shrank or was replaced is read again from the start), the entries of the open window
+(from the last compaction's first kept entry) read again for their text only. A line
+that is not JSON, or a last line still being written, is skipped with a count, never
+the file. The agent database gives input texts on a full read (the first check, or
+--all); an incremental read gives tokensBefore only.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from ..tokens import content_key
 from ..errors import GuardError
 from ..records import SummaryRecord
 from . import sqlite_ro
-from .source import Source
+from .source import Source, keep_tail
 
 JSONL_KIND = "openclaw-session"
 BATCH = 500          # rows per page when an idle WAL agent database is read immutable
@@ -39,6 +45,88 @@ def _compaction_record(entry: dict, session: str, source: str, between: int) -> 
         source=source, input_tokens=tokens, stale_scope=f"session:{session}",
         meta={"session": session, "timestamp": entry.get("timestamp"), "tokens_before": tokens,
               "entries_since_previous": between, "from_hook": bool(entry.get("fromHook"))})
+
+
+def _blocks_text(content) -> str:
+    """The text of a message's content: a string, or text blocks and tool calls."""
+    if isinstance(content, str):
+        return content
+    out = []
+    if isinstance(content, list):
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "text" and isinstance(b.get("text"), str):
+                out.append(b["text"])
+            elif b.get("type") == "toolCall":
+                args = b.get("arguments")
+                out.append(f"{b.get('name', 'tool')}({json.dumps(args, ensure_ascii=False)[:2000] if args else ''})")
+    return "\n".join(out)
+
+
+def entry_text(entry: dict) -> Optional[str]:
+    """What a transcript entry put in the model's context, as text (None: nothing)."""
+    t = entry.get("type")
+    if t == "message":
+        msg = entry.get("message")
+        if not isinstance(msg, dict):
+            return None
+        role = msg.get("role") or "message"
+        if role == "bashExecution":
+            text = f"{msg.get('command') or ''}\n{msg.get('output') or ''}"
+        elif role in ("branchSummary", "compactionSummary"):
+            text = msg.get("summary") if isinstance(msg.get("summary"), str) else ""
+        else:
+            text = _blocks_text(msg.get("content"))
+        return f"{role}: {text}" if text.strip() else None
+    if t == "custom_message":
+        text = _blocks_text(entry.get("content"))
+        return text if text.strip() else None
+    if t == "branch_summary" and isinstance(entry.get("summary"), str):
+        return entry["summary"]
+    return None
+
+
+class Window:
+    """The text a session's next compaction condenses: the previous compaction's summary
+    and the entries since its first kept entry, in bounded memory (about twice `limit`
+    characters; the input given is the last `limit`)."""
+
+    def __init__(self, limit: int, complete: bool):
+        self.limit = limit
+        self.complete = complete      # False: it started mid-way (an incremental read)
+        self.parts = []               # (entry id, text, position)
+        self.chars = 0
+        self.previous = None
+        self.compaction_at = None     # position of the last compaction entry
+
+    def add(self, entry_id, text: str, at) -> None:
+        self.parts.append((entry_id, text, at))
+        self.chars += len(text) + 1
+        while self.chars > 2 * self.limit and len(self.parts) > 1:
+            self.chars -= len(self.parts.pop(0)[1]) + 1
+
+    def start(self):
+        """Where a later read must start to see this window again."""
+        return self.parts[0][2] if self.parts else self.compaction_at
+
+    def close(self, entry: dict, at) -> Optional[str]:
+        """A compaction entry: the text it condensed (None if the window is not known whole)."""
+        kept = entry.get("firstKeptEntryId")
+        idx = next((i for i, p in enumerate(self.parts) if kept is not None and p[0] == kept), None)
+        cut = self.parts if idx is None else self.parts[:idx]
+        text = None
+        if self.complete and (cut or self.previous):
+            pieces = ([f"(previous summary) {self.previous}"] if self.previous else []) + [p[1] for p in cut]
+            text = keep_tail(pieces, self.limit)
+        # the next window is known whole unless its kept entries came before where this read started
+        self.complete = idx is not None or kept is None or self.complete
+        self.parts = [] if idx is None else self.parts[idx:]
+        self.chars = sum(len(p[1]) + 1 for p in self.parts)
+        summary = entry.get("summary")
+        self.previous = summary if isinstance(summary, str) and summary.strip() else None
+        self.compaction_at = at
+        return text
 
 
 def session_key(record) -> str:
@@ -77,28 +165,45 @@ class SessionFileSource(Source):
         self._recent = [tuple(x) for x in wm.get("recent", [])] if offset else []
         self._inode = st.st_ino
         between = int(wm.get("between") or 0) if offset else 0
+        # the open window's entries are read again (for their text) from where it starts
+        replay = wm.get("window") if offset else 0
+        replay = replay if isinstance(replay, int) and 0 <= replay <= offset else None
+        window = Window(self.input_chars, complete=replay is not None)
+        self._window = window
         try:
             fh = open(self.path, "rb")
         except OSError as exc:
             raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
         with fh:
-            fh.seek(offset)
-            pos = offset
+            pos = replay if replay is not None else offset
+            fh.seek(pos)
             for raw in fh:
                 if not raw.endswith(b"\n"):
                     break            # a line still being written: read it next time
                 line_start, pos = pos, pos + len(raw)
                 if not raw.strip():
                     continue
+                old = line_start < offset        # read again for the window's text only
                 try:
                     entry = json.loads(raw)
                 except (ValueError, RecursionError):
-                    self.bad_lines += 1
+                    self.bad_lines += 0 if old else 1
+                    continue
+                if not isinstance(entry, dict):
+                    between += 0 if old else 1
+                    continue
+                if entry.get("type") == "compaction":
+                    text = window.close(entry, line_start)
+                    if old:
+                        continue
+                else:
+                    t = entry_text(entry)
+                    if t is not None:
+                        window.add(entry.get("id"), t, line_start)
+                    between += 0 if old else 1
                     continue
                 rec = _compaction_record(entry, self.session, self.kind, between)
-                if rec is None:
-                    between += 1
-                    continue
+                rec.input_text = text
                 between = 0
                 rec.meta["offset"] = line_start
                 self.records_read += 1
@@ -112,7 +217,10 @@ class SessionFileSource(Source):
 
     def new_watermark(self):
         # staleness and storms need the last compactions of the session: keys and figures only
+        window = getattr(self, "_window", None)
+        start = window.start() if window is not None else None
         return {"offset": self._offset, "inode": self._inode, "between": self._between,
+                "window": start if isinstance(start, int) else self._offset,
                 "history": [list(x) for x in (self._history + self._seen)[-200:]],
                 "recent": [list(x) for x in (self._recent + self._seen_recent)[-20:]]}
 
@@ -180,12 +288,18 @@ class AgentDbSource(Source):
             start = 0
         self._start = self._max = start
         cols = ", ".join(["event_json" if self.has_json else "NULL", "event_zstd" if self.has_zstd else "NULL"])
-        # counting the events between compactions needs every event of the session, in order
+        # counting the events between compactions needs every event of the session, in order;
+        # on a full read each session's window gives its compactions their input text (rows
+        # come session by session: one window at a time)
         between = {}
+        full = start == 0
+        window, window_of = None, None
         for rowid, session, seq, text, blob in self._rows(
                 f"SELECT rowid, session_id, seq, {cols} FROM transcript_events WHERE rowid > ?", start):
             self._max = max(self._max, rowid)
-            if text is not None and '"compaction"' not in text:
+            if full and session != window_of:
+                window, window_of = Window(self.input_chars, complete=True), session
+            if text is not None and '"compaction"' not in text and not full:
                 between[session] = between.get(session, 0) + 1
                 continue
             entry = self._decode(text, blob)
@@ -194,8 +308,14 @@ class AgentDbSource(Source):
                 continue
             rec = _compaction_record(entry, str(session), self.kind, between.get(session, 0))
             if rec is None:
+                if full and isinstance(entry, dict):
+                    t = entry_text(entry)
+                    if t is not None:
+                        window.add(entry.get("id"), t, rowid)
                 between[session] = between.get(session, 0) + 1
                 continue
+            if full:
+                rec.input_text = window.close(entry, rowid)
             between[session] = 0
             rec.meta["seq"] = seq
             rec.meta["rowid"] = rowid
