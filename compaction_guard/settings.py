@@ -132,8 +132,10 @@ class Settings:
     # paths, identifiers and numbers set aside) and its top language this probability.
     language_min_letters: int = 40
     language_min_confidence: float = 0.6
-    # ... and neither side may give the other side's language more than this probability.
-    language_max_cross_probability: float = 0.05
+    # ... and neither side may give the other side's language more than this probability (a
+    # history of tool logs gives English ~10%: their scaffolding. Measured 0.05 / 0.1 / 0.25: no
+    # false alarm on any good set; 50 / 52 / 52 of 61 drifts found on the real model outputs).
+    language_max_cross_probability: float = 0.1
     # ... and a history with a quarter of its words in the summary's language is mixed:
     # a summary in that language is no drift.
     language_min_share_in_input: float = 0.25

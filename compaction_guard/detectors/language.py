@@ -72,10 +72,17 @@ class _Detector:
         return cls._model
 
 
+# A speaker label opening a line (`user:`, `assistant:`, `tool:`, `[13:27] ines:`): the
+# transcript's scaffolding, in English whatever language the conversation is in.
+_SPEAKER_RE = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?[^\s:]{1,24}:(?=[ \t])")
+
+
 def words(text: str) -> str:
-    """The text's words: code, URLs, paths, identifiers and numbers set aside."""
+    """The text's words: speaker labels, code, URLs, paths, identifiers and numbers set aside."""
     if "`" in text:
         text = _CODE_RE.sub(" ", text)
+    if ":" in text:
+        text = _SPEAKER_RE.sub(" ", text)
     return " ".join(t for t in text.split() if not _NOT_A_WORD_RE.search(t))
 
 
