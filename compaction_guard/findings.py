@@ -6,7 +6,7 @@ from typing import Optional
 
 # The failure kinds, exactly as reported.
 FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift",
-                 "ungrounded")
+                 "ungrounded", "invented_identifiers")
 
 
 @dataclass

@@ -162,6 +162,10 @@ class Settings:
     # of the summary's identifiers found nowhere in the input; an input with this many
     # identifiers whose summary keeps under this weighted share of them.
     identifiers_min_invented: int = 2
+    # ... a failure from this many invented identifiers, when they are at least this share of
+    # the summary's identifiers (real overviews of their own page: 2 at most).
+    identifiers_fail_invented: int = 5
+    identifiers_fail_invented_share: float = 0.5
     identifiers_min_input: int = 5
     identifiers_min_retention: float = 0.1
 

@@ -354,3 +354,17 @@ def test_the_chain_escalates_an_ungrounded_reply():
             return output if request.level == 1 else history.splitlines()[0][:200]
     r = run_chain(history, summarizer=OffTopicFirst())
     assert r.level_used == 2 and r.attempts[0].failures == ["ungrounded"] and not r.attempts[1].failures
+
+
+def test_a_summary_inventing_most_of_what_it_names_fails():
+    """Five or more invented identifiers, half or more of the summary's: a failure (a real
+    small model wrote `SOP-82729` and versions like `3.3.1.1.0` for a ticket that had neither)."""
+    r = validate("SUP-88120 and SUP-88121 were fixed in infra/iam/backup-reader.tf and infra/kms/key.tf; see PR #2231, "
+                 "v4.1.0 is deployed and SUP-77410 is closed.", input=ID_HISTORY)
+    f = next(f for f in r.findings if f.kind == "invented_identifiers")
+    assert r.failures == ["invented_identifiers"] and f.failure and len(f.figures["invented"]) == 6
+    assert "re-run compaction" in f.reason
+    # two inventions among what the history names stay a warning
+    r = validate("SUP-77410: backup.sh fixed in infra/iam/backup-writer.tf (commit 3af2c19); see PR #2231 and "
+                 "SUP-88120.", input=ID_HISTORY)
+    assert r.valid and any(f.kind == "invented_identifiers" and not f.failure for f in r.findings)

@@ -14,8 +14,12 @@ digits), a version (`v2.3.1`), a figure with a unit (`38.2 GB`, `140 ms`, `12%`)
   its last quarter) the summary kept, each weighted by how often and how late it occurs
   (the latest state matters most); a warning under `identifiers_min_retention`, naming a
   few that were dropped.
-Both only where the input text is known. Warnings for now: on text nobody here wrote,
-the thresholds for a failure are still to be measured (issue #12).
+Both only where the input text is known. invented_identifiers is a failure when the
+summary invents `identifiers_fail_invented` or more and they are at least
+`identifiers_fail_invented_share` of its identifiers: real overviews of their own manual
+page invent 2 at most (a file the rest of the page does not name), real small-model
+summaries 6 to 21 (`SOP-82729`, `0.1.2.0`, `106ms`). lost_identifiers stays a warning: a
+short summary may rightly keep few of a long history's identifiers.
 """
 from __future__ import annotations
 
@@ -107,8 +111,12 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     invented = [i for i in mine if not found(i, hay)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
+        # a failure when the summary invents many and most of what it names: the agent
+        # would act on ids, paths and figures of a past that never was
+        fail = len(invented) >= settings.identifiers_fail_invented \
+            and len(invented) >= settings.identifiers_fail_invented_share * len(mine)
         out.append(Finding("invented_identifiers", f"{len(invented)} of the summary's {len(mine)} identifiers occur "
-                           f"nowhere in the history: {shown}", failure=False,
+                           f"nowhere in the history: {shown}" + ("; re-run compaction" if fail else ""), failure=fail,
                            figures={"invented": invented[:20], "identifiers": len(mine)}))
     weights = _weights(input_text)
     if measures is not None:

@@ -121,8 +121,9 @@ def model_items() -> list:
         # off-topic: not labelled by a rule (the signal is the detector's own); the outputs it
         # flags are listed by --ungrounded-review and were read by hand (model_review.yaml)
         truth["ungrounded"] = None
+        truth["invented_identifiers"] = None
         for k, v in (review.get(r["id"]) or {}).get("labels", {}).items():
-            if k == "ungrounded":
+            if k in ("ungrounded", "invented_identifiers"):
                 truth[k] = v
         items.append(Item(r["id"], "model", r["lang"], r["output"], truth, input_text=hist[r["history"]]))
     return items
@@ -177,9 +178,10 @@ def grounding_items() -> list:
                 if off and partner is r:
                     continue
                 truth = {k: None for k in KINDS}
-                # only grounding is judged here: some pages' overviews are untranslated English, one
-                # is mojibake in the package itself (man-es fakeroot.1)
+                # only grounding (and invention) is judged here: some pages' overviews are
+                # untranslated English, one is mojibake in the package itself (man-es fakeroot.1)
                 truth["ungrounded"] = off
+                truth["invented_identifiers"] = False if not off else None   # a real overview of its own page
                 items.append(Item(f"{r['id']}<-{partner['id']}" if off else r["id"], "grounding", lang, r["summary"],
                                   truth, input_text=partner["input"]))
     return items
@@ -212,9 +214,12 @@ def hand_items() -> list:
         # the corpus wraps summaries of any language in English transcripts: it was not
         # written to say anything about language drift
         truth["language_drift"] = None
-        # ... nor about grounding, except where both sides are English
+        # ... nor about grounding, except where both sides are English; its failures were
+        # written for their own kind, their identifiers not for their synthetic inputs
         if s.lang != "en" or not s.input_text or s.label != "good":
             truth["ungrounded"] = None
+        if s.label != "good":
+            truth["invented_identifiers"] = None
         items.append(Item(s.id, s.part, s.lang, s.content, truth, s.input_text, s.input_tokens, s.previous,
                           list(s.context), s.form))
     return items
