@@ -193,6 +193,7 @@ def run_chain(text: str, summarizer=None, settings: Settings = DEFAULT, record_i
     verdict = check_record(SummaryRecord(record_id, cut.text, "chain", input_text=text), settings, allow_own_l3=True)
     # L3 is accepted whatever the detectors say: what they still see came with the input.
     notes = [f"{k}: {r} (inherited from the input)" for k, r in verdict.reasons.items()]
+    notes.append("L3 keeps the input's own words: its language and identifiers, by construction")
     attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
                             warnings=verdict.warnings + notes))
     return ChainResult(cut.text, 3, input_tokens, verdict.output_tokens, attempts, breaker_open=skip_llm, **meta)

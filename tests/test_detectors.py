@@ -368,3 +368,18 @@ def test_a_summary_inventing_most_of_what_it_names_fails():
     r = validate("SUP-77410: backup.sh fixed in infra/iam/backup-writer.tf (commit 3af2c19); see PR #2231 and "
                  "SUP-88120.", input=ID_HISTORY)
     assert r.valid and any(f.kind == "invented_identifiers" and not f.failure for f in r.findings)
+
+
+def test_the_chain_ends_at_l3_keeping_the_history_s_words_when_every_reply_is_off_topic():
+    from compaction_guard import run_chain
+    output, history = _real_model_output("h046-it-code-review-r1")
+
+    class AlwaysOffTopic:
+        name = "always-off-topic"
+
+        def summarize(self, text, request):
+            return output
+    r = run_chain(history, summarizer=AlwaysOffTopic())
+    assert r.level_used == 3 and [a.failures for a in r.attempts[:2]] == [["ungrounded"], ["ungrounded"]]
+    assert any("by construction" in w for w in r.attempts[2].warnings)
+    assert validate(r.summary, input=history).fidelity["grounding"] > 0.5
