@@ -29,7 +29,8 @@ from typing import Optional
 from ..findings import Finding
 
 # Tested token by token (whitespace-split, edge punctuation stripped), each shape
-# anchored to the whole token: linear in the text, whatever its words look like.
+# anchored to the whole token: linear in the text, whatever its words look like. A
+# bare number is a figure when a unit follows it (`38.2 GB`).
 _SHAPES = re.compile(
     r"[a-z][a-z0-9+.-]*://\S+"                                     # URL (https://, s3://, ...)
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"                                # e-mail
@@ -46,26 +47,29 @@ _EDGE = ".,;:!?)]}\"'`"
 _LEAD = "([{\"'`<"
 
 
-# a whitespace-delimited token holding one of the characters every shape needs (the
-# lookbehind makes each token tried once, from its start)
-_TOKEN_RE = re.compile(r"(?<!\S)\S*?[/@#_%\d]\S*")
-_UNIT_AFTER_RE = re.compile(r"\s+(ms|s|min|h|KB|MB|GB|TB|KiB|MiB|GiB|%)(?![\w])")
+# a token holding one of the characters every shape needs
+_SPECIAL_RE = re.compile(r"[/@#_%\d]")
+_UNITS = frozenset(("ms", "s", "min", "h", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "%"))
 
 
 def _scan(text: str):
-    """(identifier, relative position 0..1) for each identifier in `text`, in order."""
-    n = max(1, len(text))
-    for m in _TOKEN_RE.finditer(text):
-        t = m.group().strip(_LEAD).rstrip(_EDGE)
+    """(identifier, relative position 0..1) for each identifier in `text`, in order: its
+    whitespace-separated tokens, each holding a shape's character tested whole."""
+    toks = text.split()
+    n = len(toks) or 1
+    shape, number, special = _SHAPES.fullmatch, _NUMBER_RE.fullmatch, _SPECIAL_RE.search
+    for i, raw in enumerate(toks):
+        if raw.isalpha() or not special(raw):
+            continue
+        t = raw.strip(_LEAD).rstrip(_EDGE)
         if len(t) < 2:
             continue
-        if _SHAPES.fullmatch(t):
+        if not t.isdigit() and shape(t):
             if len(t) >= 3:
-                yield t, m.start() / n
-        elif _NUMBER_RE.fullmatch(t):
-            u = _UNIT_AFTER_RE.match(text, m.start() + len(m.group().rstrip(_EDGE)))
-            if u:
-                yield f"{t} {u.group(1)}", m.start() / n        # "38.2 GB"
+                yield t, i / n
+        elif (t.isdigit() or number(t)) and raw.endswith(t) and i + 1 < n \
+                and toks[i + 1].rstrip(_EDGE) in _UNITS:
+            yield f"{t} {toks[i + 1].rstrip(_EDGE)}", i / n        # "38.2 GB"
 
 
 def identifiers(text: str) -> list:
