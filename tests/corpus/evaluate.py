@@ -4,6 +4,7 @@
     python3 tests/corpus/evaluate.py --misses    # also every wrong verdict, with its reason
     python3 tests/corpus/evaluate.py --seed      # the seed's literal rules on the same sets
     python3 tests/corpus/evaluate.py --json      # the figures as JSON
+    python3 tests/corpus/evaluate.py --ungrounded-review   # the model outputs reported ungrounded
 
 Sets, real data first (nobody on the project wrote their texts):
 - model:  outputs of a real small model (SmolLM2-135M via xllamacpp) run as a
@@ -12,6 +13,11 @@ Sets, real data first (nobody on the project wrote their texts):
 - human:  real human text in 32 languages, cut to summary size (real/collect_human.py):
           Debian's translated man pages, reference and message catalogues; all good
           except what real/human_labels.yaml says (checked by hand);
+- pairs:  one human excerpt as the "summary" of another, in the same language (not
+          drift; about something else: ungrounded) or another (drift);
+- grounding: Debian manual pages' overviews as the summary of the rest of their own
+          page (grounded, no invented identifiers) and of another page in the same
+          language (ungrounded) (real/collect_grounding.py);
 then the hand-written corpus, kept as regression tests (build.py): development
 (good.yaml), held-out, adversarial and fresh parts.
 
@@ -23,7 +29,9 @@ kind: its figures are shown, not held to a target.
 Targets (issue #9): no false alarm on the human text in any language; at most 0.5%
 false alarms per kind on every set; recall of at least 97% on the model's loops;
 100% on the core forms (the hand-written failures the seed's rules were meant to
-catch); 90% on the hand-written real-world forms.
+catch); 90% on the hand-written real-world forms. Issue #12: not one false
+language_drift, ungrounded or invented_identifiers failure on any good set; recall of
+95% on drift and on off-topic summaries (printed as "not yet held" while below).
 """
 from __future__ import annotations
 
