@@ -168,6 +168,9 @@ class Settings:
     identifiers_fail_invented_share: float = 0.5
     identifiers_min_input: int = 5
     identifiers_min_retention: float = 0.1
+    # An identifier not in the other text's identifier index is searched for in its whole
+    # text (inside a longer token) at most this many times per summary: cost stays linear.
+    identifiers_max_searches: int = 64
 
     # context_pressure: a session holding this share of its context window (sessions.json)
     # whose last compaction failed; the last verdict of at most max_sessions_kept sessions is kept.

@@ -71,6 +71,26 @@ _CLOG2 = [0.0] + [c * math.log2(c) for c in range(1, 1 << 14)]
 
 _WS_RE = re.compile(r"\s+")
 
+PIECE = 1 << 16
+
+
+def pieces(text: str, size: int = PIECE):
+    """(offset, piece) of about `size` characters, cut after a space or newline: a long
+    text's words one piece at a time, never a list of all of them (10 MB of text split at
+    once is 1.5 million strings, ~100 MB)."""
+    n = len(text)
+    if n <= size:
+        yield 0, text
+        return
+    i = 0
+    while i < n:
+        j = min(n, i + size)
+        if j < n:
+            k = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
+            j = k + 1 if k > i else j
+        yield i, text[i:j]
+        i = j
+
 
 def normalize_ws(text: str) -> str:
     """Collapse every run of whitespace to one space and strip the ends."""

@@ -345,3 +345,19 @@ def test_a_pi_style_request_is_judged_on_its_fenced_conversation(home):
             {"role": "user", "content": prompt}])
     assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "language_drift"
     assert r.parse().choices[0].message.content == chinese
+
+
+def test_an_off_topic_reply_escalates_through_the_proxy(home):
+    """A real small model's reply about nothing in its (Italian) history: ungrounded, L2."""
+    import json as _json
+    from pathlib import Path
+    real = Path(__file__).parent / "corpus" / "real"
+    out = next(_json.loads(x) for x in open(real / "model_outputs.jsonl", encoding="utf-8")
+               if '"h046-it-code-review-r1"' in x)
+    hist = next(_json.loads(x) for x in open(real / "histories.jsonl", encoding="utf-8") if f'"{out["history"]}"' in x)
+    grounded = hist["text"].splitlines()[0][:300]
+    with FakeLLM([ok(out["output"]), ok(grounded)]) as fake, Running(home, upstream(fake)) as run:
+        r = oai(run).chat.completions.with_raw_response.create(model="g", messages=[
+            {"role": "user", "content": f"<conversation>\n{hist['text']}\n</conversation>\n\nSummarize the conversation."}])
+    assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "ungrounded"
+    assert r.parse().choices[0].message.content == grounded

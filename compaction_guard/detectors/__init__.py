@@ -34,7 +34,7 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
         # noise and loops have no language to judge; the input's figures are measured once
         view = overlap.InputView(input_text)
-        mine = overlap.units(content)
+        mine = overlap.unit_counts(content)
         share = overlap.shared(mine, view)
         drift, same = language.judge(content, settings, input_text, overlap=share)
         if measures is not None:

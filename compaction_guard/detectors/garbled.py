@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import shannon_entropy
+from ..tokens import pieces, shannon_entropy
 
 # --- named junk patterns ----------------------------------------------------------
 
@@ -315,7 +315,10 @@ _TOKEN_EDGES = ".,;:()[]{}\"'`"
 def _input_tokens(input_text: Optional[str], cache: dict) -> set:
     """The input's whole tokens, built once per summary (whatever its number of pieces)."""
     if "known" not in cache:
-        cache["known"] = {t.strip(_TOKEN_EDGES) for t in input_text.split()} if input_text else set()
+        known = set()
+        for _, piece in pieces(input_text or ""):     # memory: the vocabulary, not a list of every token
+            known.update(t.strip(_TOKEN_EDGES) for t in piece.split())
+        cache["known"] = known
     return cache["known"]
 
 

@@ -47,32 +47,35 @@ def _cjk(s: str) -> bool:
     return bool(CJK_RE.search(s))
 
 
-def support(mine: list, content: str, view: InputView) -> tuple:
-    """(support, content units judged, a few content units not found)."""
+def support(mine, content: str, view: InputView, searches: int = 64) -> tuple:
+    """(support, content units judged, a few content units not found). `mine`: the
+    summary's unit counts (overlap.unit_counts)."""
     common = common_units()
-    content_units = [u for u in mine if u not in common and (len(u) >= 3 if isinstance(u, bytes) else True)]
     have = view.unit_set
-    missing = [u for u in content_units if u not in have]
+    n_units = found = 0
+    shown = []
+    for u, c in mine.items():
+        if u in common or (isinstance(u, bytes) and len(u) < 3):
+            continue
+        n_units += c
+        if u in have:
+            found += c
+        elif len(shown) < 5:
+            shown.append(u.decode("utf-8", "replace") if isinstance(u, bytes) else u)
     idents = ids.identifiers(content)
-    found_ids = sum(1 for i in idents if ids.found(i, view.norm)) if idents else 0
-    n = len(content_units) + len(idents)
+    in_input = ids.Finder(view, searches)
+    found_ids = sum(1 for i in idents if in_input(i)) if idents else 0
+    n = n_units + len(idents)
     if not n:
         return 1.0, 0, []
-    shown = []
-    for u in missing:
-        w = u.decode("utf-8", "replace") if isinstance(u, bytes) else u
-        if w not in shown:
-            shown.append(w)
-        if len(shown) >= 5:
-            break
-    return (len(content_units) - len(missing) + found_ids) / n, len(content_units), shown
+    return (found + found_ids) / n, n_units, shown
 
 
 def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool],
            measures: Optional[dict] = None) -> list:
     if view is None or not same_language:
         return []
-    share, n, missing = support(mine, content, view)
+    share, n, missing = support(mine, content, view, settings.identifiers_max_searches)
     if measures is not None:
         measures["grounding"] = round(share, 3)
         measures["content_words"] = n

@@ -27,6 +27,8 @@ import re
 from typing import Optional
 
 from ..findings import Finding
+from ..tokens import pieces
+from .overlap import InputView
 
 # Tested token by token (whitespace-split, edge punctuation stripped), each shape
 # anchored to the whole token: linear in the text, whatever its words look like. A
@@ -54,22 +56,26 @@ _UNITS = frozenset(("ms", "s", "min", "h", "KB", "MB", "GB", "TB", "KiB", "MiB",
 
 def _scan(text: str):
     """(identifier, relative position 0..1) for each identifier in `text`, in order: its
-    whitespace-separated tokens, each holding a shape's character tested whole."""
-    toks = text.split()
-    n = len(toks) or 1
+    whitespace-separated tokens (a long text piece by piece), each holding a shape's
+    character tested whole."""
+    size = len(text) or 1
     shape, number, special = _SHAPES.fullmatch, _NUMBER_RE.fullmatch, _SPECIAL_RE.search
-    for i, raw in enumerate(toks):
-        if raw.isalpha() or not special(raw):
-            continue
-        t = raw.strip(_LEAD).rstrip(_EDGE)
-        if len(t) < 2:
-            continue
-        if not t.isdigit() and shape(t):
-            if len(t) >= 3:
-                yield t, i / n
-        elif (t.isdigit() or number(t)) and raw.endswith(t) and i + 1 < n \
-                and toks[i + 1].rstrip(_EDGE) in _UNITS:
-            yield f"{t} {toks[i + 1].rstrip(_EDGE)}", i / n        # "38.2 GB"
+    for offset, piece in pieces(text):
+        toks = piece.split()
+        n = len(toks) or 1
+        scale = len(piece) / n
+        for i, raw in enumerate(toks):
+            if raw.isalpha() or not special(raw):
+                continue
+            t = raw.strip(_LEAD).rstrip(_EDGE)
+            if len(t) < 2:
+                continue
+            if not t.isdigit() and shape(t):
+                if len(t) >= 3:
+                    yield t, (offset + i * scale) / size
+            elif (t.isdigit() or number(t)) and raw.endswith(t) and i + 1 < n \
+                    and toks[i + 1].rstrip(_EDGE) in _UNITS:
+                yield f"{t} {toks[i + 1].rstrip(_EDGE)}", (offset + i * scale) / size        # "38.2 GB"
 
 
 def identifiers(text: str) -> list:
@@ -86,22 +92,32 @@ def _norm(s: str) -> str:
     return "".join(s.lower().split())
 
 
-def found(ident: str, haystack: str) -> bool:
-    """In the input, case and spacing aside (a path also inside a longer path)."""
-    return _norm(ident) in haystack
+class Finder:
+    """Whether an identifier occurs in a text, case and spacing aside (a path also as the
+    tail of a longer one): looked up in the text's identifier index; what the index does
+    not hold is searched for in the whole text, at most `searches` times (an identifier
+    written inside a longer token): linear in the text whatever the number of identifiers."""
+
+    def __init__(self, view, searches: int):
+        self.view = view
+        self.index = view.identifier_index(_scan, _norm)
+        self.searches = searches
+
+    def __call__(self, ident: str) -> bool:
+        key = _norm(ident)
+        if key in self.index:
+            return True
+        if self.searches <= 0:
+            return False
+        self.searches -= 1
+        return key in self.view.norm
 
 
-def _weights(input_text: str) -> dict:
+def _weights(view) -> dict:
     """The input's key identifiers and their weights: those used twice or more, or in the
     last quarter of the history (the latest state); each occurrence weighs 1 to 2 by
     how late it comes. An identifier mentioned once, early, is incidental."""
-    w, uses, late = {}, {}, set()
-    for ident, pos in _scan(input_text):
-        w[ident] = w.get(ident, 0.0) + 1.0 + pos
-        uses[ident] = uses.get(ident, 0) + 1
-        if pos >= 0.75:
-            late.add(ident)
-    return {k: v for k, v in w.items() if uses[k] >= 2 or k in late}
+    return {k: w for k, (w, uses, last) in view.identifiers(_scan).items() if uses >= 2 or last >= 0.75}
 
 
 def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None) -> list:
@@ -110,9 +126,10 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     if not input_text or len(content) < 8:
         return []
     out = []
-    hay = view.norm if view is not None else _norm(input_text)
+    view = view if view is not None else InputView(input_text)
+    in_input = Finder(view, settings.identifiers_max_searches)
     mine = identifiers(content)
-    invented = [i for i in mine if not found(i, hay)]
+    invented = [i for i in mine if not in_input(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         # a failure when the summary invents many and most of what it names: the agent
@@ -122,19 +139,20 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
         out.append(Finding("invented_identifiers", f"{len(invented)} of the summary's {len(mine)} identifiers occur "
                            f"nowhere in the history: {shown}" + ("; re-run compaction" if fail else ""), failure=fail,
                            figures={"invented": invented[:20], "identifiers": len(mine)}))
-    weights = _weights(input_text)
+    weights = _weights(view)
     if measures is not None:
         measures["key_identifiers"] = len(weights)
         measures["identifier_retention"] = None
     if weights:
-        summary = _norm(content)
+        in_summary = Finder(InputView(content), settings.identifiers_max_searches)
         total = sum(weights.values()) or 1.0
-        kept = sum(v for k, v in weights.items() if _norm(k) in summary)
+        kept_keys = {k for k in weights if in_summary(k)}
+        kept = sum(v for k, v in weights.items() if k in kept_keys)
         retention = kept / total
         if measures is not None:
             measures["identifier_retention"] = round(retention, 3)
         if len(weights) >= settings.identifiers_min_input and retention < settings.identifiers_min_retention:
-            dropped = sorted((k for k in weights if _norm(k) not in summary), key=lambda k: -weights[k])
+            dropped = sorted((k for k in weights if k not in kept_keys), key=lambda k: -weights[k])
             out.append(Finding("lost_identifiers", f"the summary keeps {retention:.0%} of the history's identifiers "
                                f"(weighted by use and recency); dropped: {', '.join(repr(d) for d in dropped[:5])}",
                                failure=False, figures={"retention": round(retention, 3), "key_identifiers": len(weights),

@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..tokens import CJK_RE
+from collections import Counter
+
+from ..tokens import CJK_RE, pieces
 
 _SEPARATORS = b".,;:!?()[]{}\"'`<>*|=+~^$&\\/-_#@%0123456789"
 _TABLE = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
@@ -46,34 +48,84 @@ def units(text: str) -> list:
     return out
 
 
+def unit_counts(text: str) -> Counter:
+    """The text's units and how often each occurs, in first-seen order; a long text piece by
+    piece (memory: its vocabulary, not its length)."""
+    out = Counter()
+    for _, piece in pieces(text):
+        out.update(units(piece))
+    return out
+
+
 class InputView:
     """An input text's figures, each computed on first use and kept for the other
     detectors of the same summary (and for every attempt of a chain run)."""
 
-    __slots__ = ("text", "_units", "_norm")
+    __slots__ = ("text", "_units", "_norm", "_idents", "_ident_index")
 
     def __init__(self, text: str):
         self.text = text
         self._units: Optional[frozenset] = None
         self._norm: Optional[str] = None
+        self._idents: Optional[dict] = None
+        self._ident_index: Optional[frozenset] = None
 
     @property
     def norm(self) -> str:
         """The text lowercased, whitespace removed (where identifiers are looked for)."""
         if self._norm is None:
-            self._norm = "".join(self.text.lower().split())
+            self._norm = "".join("".join(p.lower().split()) for _, p in pieces(self.text))
         return self._norm
 
     @property
     def unit_set(self) -> frozenset:
         if self._units is None:
-            self._units = frozenset(units(self.text))
+            have = set()
+            for _, piece in pieces(self.text):
+                have.update(units(piece))
+            self._units = frozenset(have)
         return self._units
 
+    def identifiers(self, scan) -> dict:
+        """{identifier: [uses weighted 1 to 2 by how late they come, uses, last position]} of
+        the text, by `scan` (detectors/identifiers.py): one pass, memory by distinct identifiers."""
+        if self._idents is None:
+            out = {}
+            for ident, pos in scan(self.text):
+                st = out.get(ident)
+                if st is None:
+                    out[ident] = [1.0 + pos, 1, pos]
+                else:
+                    st[0] += 1.0 + pos
+                    st[1] += 1
+                    st[2] = pos
+            self._idents = out
+        return self._idents
 
-def shared(mine: list, view: InputView) -> float:
-    """The share of the summary's units (`units(summary)`) found in the input."""
-    if not mine:
+    def identifier_index(self, scan, norm) -> frozenset:
+        """The input's identifiers normalized by `norm`, each path also by every tail at a
+        `/` (`src/app.ts` is found in `/repo/src/app.ts`): an identifier is looked up in
+        this set, not searched for in the whole text."""
+        if self._ident_index is None:
+            out = set()
+            for ident in self.identifiers(scan):
+                key = norm(ident)
+                out.add(key)
+                if "/" in key:
+                    k = key.find("/")
+                    while k >= 0:
+                        if key[k + 1:]:
+                            out.add(key[k + 1:])
+                        out.add(key[k:])
+                        k = key.find("/", k + 1)
+            self._ident_index = frozenset(out)
+        return self._ident_index
+
+
+def shared(mine: Counter, view: InputView) -> float:
+    """The share of the summary's units (`unit_counts(summary)`) found in the input."""
+    total = sum(mine.values())
+    if not total:
         return 0.0
     have = view.unit_set
-    return sum(map(have.__contains__, mine)) / len(mine)
+    return sum(c for u, c in mine.items() if u in have) / total
