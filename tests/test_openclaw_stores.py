@@ -496,3 +496,36 @@ def test_agent_db_compactions_get_their_input_text_on_a_full_read(home):
     rep = operations.check(home)
     (r,) = rep.results
     assert r.failures == ["language_drift"] and r.fidelity["same_language"] is False
+
+
+def test_odd_entries_and_message_rows_give_input_text_without_breaking_the_check(home):
+    """Whatever shape a transcript entry or an lcm message row has, the check reads on:
+    content as a string, blocks, a number, null; tool calls, bash runs; empty and BLOB rows."""
+    f = home / "agents" / "main" / "sessions" / "odd.jsonl"
+    odd = [
+        {"type": "message", "id": "a", "message": {"role": "user", "content": "plain string content about backup.sh"}},
+        {"type": "message", "id": "b", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hidden"}, {"type": "toolCall", "name": "bash", "arguments": {"cmd": "ls /srv"}},
+            {"type": "text", "text": "listing /srv for the backup"}, "not a block", {"type": "text", "text": 42}]}},
+        {"type": "message", "id": "c", "message": {"role": "bashExecution", "command": "du -sh /srv", "output": None}},
+        {"type": "message", "id": "d", "message": {"role": "toolResult", "content": 12345}},
+        {"type": "message", "id": "e", "message": None},
+        {"type": "message", "id": ["x"], "message": {"role": "user", "content": None}},
+        {"type": "custom_message", "id": "f", "content": [{"type": "text", "text": "extension note"}]},
+        {"type": "branch_summary", "id": "g", "summary": "an earlier branch looked at /srv/backup"},
+        compaction("c1", "The user checked /srv with ls and du before fixing backup.sh.", 5000,
+                   "2026-11-28T09:00:00Z", first_kept=["not", "an", "id"]),
+    ]
+    session_jsonl(f, "odd", odd)
+    b = LcmBuilder(home / "lcm.db")
+    conv = b.conversation("sess-odd")
+    m = b.messages(conv, ["ordinary message about the nightly backup", "another one about backup.sh"])
+    b.con.execute("UPDATE messages SET content = '' WHERE message_id = ?", (m[0],))
+    b.con.execute("UPDATE messages SET content = ? WHERE message_id = ?", (b"\xff\xfe raw", m[1]))
+    b.summary(conv, GOOD_A, messages=m, sid="sum_odd")
+    b.close()
+    p = run_guard("--check", "--format", "json", home=home)
+    assert p.returncode in (0, 1) and "Traceback" not in p.stderr
+    doc = json.loads(p.stdout)
+    by = {r["id"]: r for r in doc["results"]}
+    assert by["c1"]["fidelity"] is not None and by["sum_odd"]["fidelity"] is None   # no text to read: no figures
