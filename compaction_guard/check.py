@@ -190,6 +190,7 @@ class CheckReport:
     failing: int = 0
     fallback: int = 0
     by_kind: Counter = field(default_factory=Counter)
+    warnings_by_kind: Counter = field(default_factory=Counter)   # each summary once per warning kind
     warnings_count: int = 0
     session_warnings: list = field(default_factory=list)   # context_pressure, one per session
 
@@ -200,6 +201,7 @@ class CheckReport:
             self.by_kind.update(result.failures)
         if result.warnings:
             self.warnings_count += 1
+            self.warnings_by_kind.update({f.kind for f in result.findings if not f.failure})
         if getattr(result, "fallback", False) or "truncation_marker" in result.failures:
             self.fallback += 1
         if collect:
@@ -221,7 +223,7 @@ class CheckReport:
     def header(self) -> dict:
         return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
                 "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
-                "written_by_fallback": self.fallback, "sources": self.sources, "notes": self.notes,
+                "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback, "sources": self.sources, "notes": self.notes,
                 "session_warnings": self.session_warnings, "errors": self.errors}
 
     def to_dict(self) -> dict:

@@ -103,6 +103,9 @@ class TextCheckStream:
             out.append(f"  error: {e}")
         if report.by_kind:
             out.append("  failures by kind: " + ", ".join(f"{k} {v}" for k, v in report.by_kind.most_common()))
+        if getattr(report, "warnings_by_kind", None):
+            out.append("  warnings by kind (summaries): " + ", ".join(f"{k} {v}" for k, v in
+                                                                  report.warnings_by_kind.most_common()))
         if len(self.by_source) > 1:
             out.append("  by source: " + ", ".join(f"{k} {v[1]}/{v[0]}" for k, v in sorted(self.by_source.items())))
         if report.fallback:

@@ -33,6 +33,10 @@ def test_check_demo_text_and_json(demo_home):
                          "identifier_retention"}
     assert good["same_language"] is True and 0.5 < good["grounding"] <= 1.0 and good["word_overlap"] > 0.5
     assert [x["id"] for x in doc["results"]][:3] == ["s-d0-000", "s-d0-001", "s-d0-002"]   # input order
+    # warnings by kind: each summary once per kind, as its results say
+    from collections import Counter
+    want = Counter(k for x in doc["results"] for k in {w.split(":", 1)[0] for w in x["warnings"]})
+    assert doc["warnings_by_kind"] == dict(want) and sum(want.values()) >= 1
 
 
 def test_check_file_text_with_input(tmp_path, home):
