@@ -359,18 +359,7 @@ _CHUNK = 1 << 18
 
 def _chunks(text: str):
     """(offset, piece) of about _CHUNK characters, cut at whitespace."""
-    i = 0
-    n = len(text)
-    if n <= _CHUNK:
-        yield 0, text
-        return
-    while i < n:
-        j = min(n, i + _CHUNK)
-        if j < n:
-            k = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
-            j = k + 1 if k > i else j
-        yield i, text[i:j]
-        i = j
+    return pieces(text, _CHUNK)
 
 
 def _measure(text: str, settings, input_text: Optional[str], cache: Optional[dict] = None) -> Optional[dict]:

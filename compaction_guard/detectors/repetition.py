@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..findings import Finding
+from ..tokens import pieces
 from . import cutoff
 
 _DIGITS_RE = re.compile(r"\d+")
@@ -65,16 +66,10 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
             text = _DIGITS_RE.sub("0", text)
         return " ".join(text.split()).encode("utf-8", "surrogatepass")
     out = []
-    i = 0
-    while i < len(text):
-        j = min(len(text), i + _PIECE)
-        if j < len(text):
-            k = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
-            j = k + 1 if k > i else j
-        piece = normalize(text[i:j], mask_digits)
+    for _, piece in pieces(text, _PIECE):
+        piece = normalize(piece, mask_digits)
         if piece:
             out.append(piece)
-        i = j
     return b" ".join(out)
 
 

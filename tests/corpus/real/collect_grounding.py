@@ -16,13 +16,12 @@ short, it names the command once) and with another page in the same language
 """
 from __future__ import annotations
 
-import glob
 import json
 import random
 import re
 import sys
 
-from collect_human import MAN_LANGS, _SKIP_SECTIONS, owner, render_man
+from collect_human import _SKIP_SECTIONS, man_pages, owner, render_man
 
 PER_LANG = 16
 
@@ -66,10 +65,7 @@ def split_page(text: str):
 
 def main() -> None:
     rng = random.Random(20261202)
-    for d, lang in MAN_LANGS.items():
-        base = "/usr/share/man/man1" if d == "man1" else f"/usr/share/man/{d}/man1"
-        files = sorted(glob.glob(base + "/*.gz"))
-        rng.shuffle(files)
+    for lang, files in man_pages(rng):
         got = 0
         for path in files:
             if got >= PER_LANG:

@@ -137,16 +137,22 @@ def mo_messages(path: str) -> list:
     return out
 
 
+def man_pages(rng: random.Random):
+    """(language, the section-1 manual pages of that language in a shuffled order)."""
+    for d, lang in MAN_LANGS.items():
+        base = "/usr/share/man/man1" if d == "man1" else f"/usr/share/man/{d}/man1"
+        files = sorted(glob.glob(base + "/*.gz"))
+        rng.shuffle(files)
+        yield lang, files
+
+
 def main() -> None:
     if "--packages" in sys.argv:
         print(PACKAGES)
         return
     rng = random.Random(20261201)
     rows = []
-    for d, lang in MAN_LANGS.items():
-        base = "/usr/share/man/man1" if d == "man1" else f"/usr/share/man/{d}/man1"
-        files = sorted(glob.glob(base + "/*.gz"))
-        rng.shuffle(files)
+    for lang, files in man_pages(rng):
         got = 0
         for f in files:
             if got >= PER_LANG:
