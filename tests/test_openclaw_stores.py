@@ -529,3 +529,23 @@ def test_odd_entries_and_message_rows_give_input_text_without_breaking_the_check
     doc = json.loads(p.stdout)
     by = {r["id"]: r for r in doc["results"]}
     assert by["c1"]["fidelity"] is not None and by["sum_odd"]["fidelity"] is None   # no text to read: no figures
+
+
+def test_an_lcm_leaf_may_carry_identifiers_forward_from_the_previous_summary(home):
+    """lossless-claw writes a leaf with the conversation's previous summary as context: the
+    tickets and paths it carries forward from there are not invented."""
+    ids = "SUP-1001, SUP-1002, SUP-1003, infra/iam/writer.tf, scripts/rotate.sh and v2.4.1"
+    b = LcmBuilder(home / "lcm.db")
+    conv = b.conversation("sess-carry")
+    m1 = b.messages(conv, [f"user: the rotation broke {ids}; please track them", "assistant: tracking all of them"])
+    b.summary(conv, f"The key rotation broke {ids}; all are tracked.", messages=m1, sid="sum_carry_1")
+    m2 = b.messages(conv, ["user: the nightly backup now passes again after the grant, can you check the last runs "
+                           "and tell me whether anything else is still failing in the pipeline?",
+                           "assistant: confirmed, the backup job passed twice in a row; the upload finished, the "
+                           "checksums matched and no other step of the pipeline failed since the grant was made."])
+    b.summary(conv, f"The nightly backup passes again after the grant; still open from before: {ids}.", messages=m2,
+              sid="sum_carry_2")
+    b.close()
+    by = {r.id: r for r in operations.check(home).results}
+    assert by["sum_carry_2"].valid, by["sum_carry_2"].reasons
+    assert not [f for f in by["sum_carry_2"].findings if f.kind == "invented_identifiers"]

@@ -1,7 +1,8 @@
 """lossless-claw's lcm.db, read-only and streamed.
 
 Every row of `summaries`, in insertion (rowid) order. A leaf's input is its source
-messages (summary_messages -> messages, in their ordinal order, `role: content`); a
+messages (summary_messages -> messages, in their ordinal order, `role: content`), after
+the conversation's previous summary (lossless-claw writes a leaf with it as context); a
 condensed node's input is its source summaries (summary_parents: its
 `parent_summary_id` rows are the SOURCE summaries, the naming is inverted). Both as
 text (what language_drift, ungrounded and the identifier checks read; at most
@@ -15,6 +16,7 @@ Path: $LCM_DATABASE_PATH, else $OPENCLAW_STATE_DIR/lcm.db, else $OPENCLAW_HOME/l
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
@@ -68,6 +70,7 @@ class LcmSource(Source):
         self.has_parents = "summary_parents" in cols and "token_count" in cols["summaries"]
         self._max_rowid = 0
         self._start = 0
+        self._last = OrderedDict()      # conversation -> its last summary's content (bounded)
         self._file_state = sqlite_ro.file_state(self.path) if sqlite_ro.is_immutable(self.con) else None
 
     # --------------------------------------------------------------- watermark
@@ -106,6 +109,13 @@ class LcmSource(Source):
             parents = self._parents(ids) if self.has_parents else {}
             texts = self._input_texts(ids)
             for rowid, sid, conv, content, kind, model in rows:
+                if sid in texts and kind != "condensed":
+                    # lossless-claw writes a leaf with the conversation's previous summary as
+                    # context (`previousSummary`): what it carries forward came from there
+                    before = self._previous(conv, rowid)
+                    if before:
+                        texts[sid] = keep_tail([f"(previous summary) {before}", texts[sid]], self.input_chars)
+                self._remember(conv, content)
                 last = rowid
                 self._max_rowid = rowid
                 self.records_read += 1
@@ -149,6 +159,23 @@ class LcmSource(Source):
                                          f"IN ({marks}) ORDER BY summary_id, ordinal", ids):
             out.setdefault(sid, []).append(str(pid))
         return out
+
+    def _previous(self, conv, rowid: int) -> Optional[str]:
+        """The content of the conversation's summary before `rowid`: remembered from this read,
+        else read from the database (once per conversation)."""
+        if conv in self._last:
+            self._last.move_to_end(conv)
+            return self._last[conv]
+        row = self.con.execute("SELECT content FROM summaries WHERE conversation_id = ? AND rowid < ? "
+                               "ORDER BY rowid DESC LIMIT 1", (conv, rowid)).fetchone()
+        return row[0] if row and isinstance(row[0], str) else None
+
+    def _remember(self, conv, content) -> None:
+        """The last summary of the most recently met conversations (bounded)."""
+        self._last[conv] = content if isinstance(content, str) else None
+        self._last.move_to_end(conv)
+        if len(self._last) > 2000:
+            self._last.popitem(last=False)
 
     def _input_texts(self, ids: list) -> dict:
         """{summary id: the text it condensed}: a leaf's messages, a condensed node's sources."""
