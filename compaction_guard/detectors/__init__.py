@@ -34,12 +34,13 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
         # noise and loops have no language to judge; the input's figures are measured once
         view = overlap.InputView(input_text)
+        sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
         mine = overlap.unit_counts(content)
         share = overlap.shared(mine, view)
         drift, same = language.judge(content, settings, input_text, overlap=share)
         if measures is not None:
             measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
         findings += drift
-        findings += grounding.detect(content, settings, view, mine, same, measures)
-        findings += identifiers.detect(content, settings, input_text, view, measures)
+        findings += grounding.detect(content, settings, view, mine, same, measures, sview)
+        findings += identifiers.detect(content, settings, input_text, view, measures, sview)
     return findings

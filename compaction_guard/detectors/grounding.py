@@ -47,7 +47,7 @@ def _cjk(s: str) -> bool:
     return bool(CJK_RE.search(s))
 
 
-def support(mine, content: str, view: InputView, searches: int = 64) -> tuple:
+def support(mine, content: str, view: InputView, searches: int = 64, summary_view: Optional[InputView] = None) -> tuple:
     """(support, content units judged, a few content units not found). `mine`: the
     summary's unit counts (overlap.unit_counts)."""
     common = common_units()
@@ -62,7 +62,7 @@ def support(mine, content: str, view: InputView, searches: int = 64) -> tuple:
             found += c
         elif len(shown) < 5:
             shown.append(u.decode("utf-8", "replace") if isinstance(u, bytes) else u)
-    idents = ids.identifiers(content)
+    idents = list((summary_view or InputView(content)).identifiers(ids.scan))
     in_input = ids.Finder(view, searches)
     found_ids = sum(1 for i in idents if in_input(i)) if idents else 0
     n = n_units + len(idents)
@@ -72,10 +72,10 @@ def support(mine, content: str, view: InputView, searches: int = 64) -> tuple:
 
 
 def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool],
-           measures: Optional[dict] = None) -> list:
+           measures: Optional[dict] = None, summary_view: Optional[InputView] = None) -> list:
     if view is None or not same_language:
         return []
-    share, n, missing = support(mine, content, view, settings.identifiers_max_searches)
+    share, n, missing = support(mine, content, view, settings.identifiers_max_searches, summary_view)
     if measures is not None:
         measures["grounding"] = round(share, 3)
         measures["content_words"] = n

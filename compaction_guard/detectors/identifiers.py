@@ -54,7 +54,7 @@ _SPECIAL_RE = re.compile(r"[/@#_%\d]")
 _UNITS = frozenset(("ms", "s", "min", "h", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "%"))
 
 
-def _scan(text: str):
+def scan(text: str):
     """(identifier, relative position 0..1) for each identifier in `text`, in order: its
     whitespace-separated tokens (a long text piece by piece), each holding a shape's
     character tested whole."""
@@ -81,7 +81,7 @@ def _scan(text: str):
 def identifiers(text: str) -> list:
     """The identifiers of `text`, in order, each once."""
     seen, out = set(), []
-    for ident, _ in _scan(text):
+    for ident, _ in scan(text):
         if ident not in seen:
             seen.add(ident)
             out.append(ident)
@@ -100,7 +100,7 @@ class Finder:
 
     def __init__(self, view, searches: int):
         self.view = view
-        self.index = view.identifier_index(_scan, _norm)
+        self.index = view.identifier_index(scan, _norm)
         self.searches = searches
 
     def __call__(self, ident: str) -> bool:
@@ -117,10 +117,11 @@ def _weights(view) -> dict:
     """The input's key identifiers and their weights: those used twice or more, or in the
     last quarter of the history (the latest state); each occurrence weighs 1 to 2 by
     how late it comes. An identifier mentioned once, early, is incidental."""
-    return {k: w for k, (w, uses, last) in view.identifiers(_scan).items() if uses >= 2 or last >= 0.75}
+    return {k: w for k, (w, uses, last) in view.identifiers(scan).items() if uses >= 2 or last >= 0.75}
 
 
-def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None) -> list:
+def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None,
+           summary_view=None) -> list:
     """`view`: the input's overlap.InputView, when the caller has one (its figures are shared).
     `measures`, when given, receives the retention figure (None: the input has no key identifiers)."""
     if not input_text or len(content) < 8:
@@ -128,7 +129,8 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     out = []
     view = view if view is not None else InputView(input_text)
     in_input = Finder(view, settings.identifiers_max_searches)
-    mine = identifiers(content)
+    summary_view = summary_view if summary_view is not None else InputView(content)
+    mine = list(summary_view.identifiers(scan))
     invented = [i for i in mine if not in_input(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
@@ -144,7 +146,7 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
         measures["key_identifiers"] = len(weights)
         measures["identifier_retention"] = None
     if weights:
-        in_summary = Finder(InputView(content), settings.identifiers_max_searches)
+        in_summary = Finder(summary_view, settings.identifiers_max_searches)
         total = sum(weights.values()) or 1.0
         kept_keys = {k for k in weights if in_summary(k)}
         kept = sum(v for k, v in weights.items() if k in kept_keys)
