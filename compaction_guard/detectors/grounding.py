@@ -26,25 +26,22 @@ from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
+from ..tokens import CJK_RE
 from . import identifiers as ids
 from .overlap import InputView
 
 
 @lru_cache(maxsize=1)
 def common_units() -> frozenset:
-    """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts)."""
+    """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts),
+    read once per process."""
     from importlib.resources import files
     out = set()
     text = files("compaction_guard").joinpath("data/common_words.txt").read_text(encoding="utf-8")
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            out.add(line if len(line) == 2 and not line.isascii() and _cjk(line) else line.encode("utf-8"))
+            out.add(line if len(line) == 2 and CJK_RE.search(line) else line.encode("utf-8"))
     return frozenset(out)
-
-
-def _cjk(s: str) -> bool:
-    from ..tokens import CJK_RE
-    return bool(CJK_RE.search(s))
 
 
 def support(mine, content: str, view: InputView, searches: int = 64, summary_view: Optional[InputView] = None) -> tuple:
@@ -71,7 +68,7 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     return (found + found_ids) / n, n_units, shown
 
 
-def detect(content: str, settings, view: Optional[InputView], mine: list, same_language: Optional[bool],
+def detect(content: str, settings, view: Optional[InputView], mine, same_language: Optional[bool],
            measures: Optional[dict] = None, summary_view: Optional[InputView] = None) -> list:
     if view is None or not same_language:
         return []
