@@ -58,8 +58,8 @@ def unit_counts(text: str) -> Counter:
 
 
 class InputView:
-    """An input text's figures, each computed on first use and kept for the other
-    detectors of the same summary (and for every attempt of a chain run)."""
+    """A text's figures (the input's, or the summary's own), each computed on first use
+    and kept for the other detectors of the same summary."""
 
     __slots__ = ("text", "_units", "_norm", "_idents", "_ident_index")
 
