@@ -350,9 +350,10 @@ def config_text(doc: dict) -> str:
     out = ["Effective configuration", "-" * 60]
     for k, v in doc["paths"].items():
         out.append(f"  {k:<24} {v}")
-    out += ["", f"  {'setting':<28} {'value':<18} origin"]
+    w = max([28] + [len(n) + 1 for n in doc["settings"]])     # the longest setting's name sets the column
+    out += ["", f"  {'setting':<{w}} {'value':<18} origin"]
     for name, item in doc["settings"].items():
-        out.append(f"  {name:<28} {str(item['value']):<18} {item['origin']}")
+        out.append(f"  {name:<{w}} {str(item['value']):<18} {item['origin']}")
         if item.get("note"):
             out.append(f"    note: {item['note']}")
     out += ["", "  provider (L1/L2 summarizer)"]
@@ -360,6 +361,6 @@ def config_text(doc: dict) -> str:
         if name == "note":
             out.append(f"  note: {item}")
         else:
-            out.append(f"  {name:<28} {str(item['value']):<18} {item['origin']}")
+            out.append(f"  {name:<{w}} {str(item['value']):<18} {item['origin']}")
     out.append("")
     return "\n".join(out)
