@@ -383,3 +383,17 @@ def test_the_chain_ends_at_l3_keeping_the_history_s_words_when_every_reply_is_of
     assert r.level_used == 3 and [a.failures for a in r.attempts[:2]] == [["ungrounded"], ["ungrounded"]]
     assert any("by construction" in w for w in r.attempts[2].warnings)
     assert validate(r.summary, input=history).fidelity["grounding"] > 0.5
+
+
+def test_the_same_identifier_written_another_way_is_not_invented():
+    """A path with its line, a version with its v, an issue number for a URL's tail: what
+    coding agents' summaries write for what the history names."""
+    history = ("user: the crash is in src/server/app.ts, see https://github.com/acme/api/pull/1893 and "
+               "https://github.com/acme/api/issues/77; release 2.3.1 ships lib/db/pool.go\n") * 3
+    r = validate("Crash at src/server/app.ts:42:7 fixed (#1893, #77), released as v2.3.1 with lib/db/pool.go:10.",
+                 input=history)
+    assert not [f for f in r.findings if f.kind == "invented_identifiers"], r.findings
+    # an identifier the history never had is still invented, whatever its spelling
+    r = validate("Crash at src/client/view.ts:9 fixed (#1894, #78), released as v2.3.2.", input=history)
+    f = next(f for f in r.findings if f.kind == "invented_identifiers")
+    assert set(f.figures["invented"]) == {"src/client/view.ts:9", "#1894", "#78", "v2.3.2"}

@@ -36,7 +36,8 @@ from .overlap import InputView
 _SHAPES = re.compile(
     r"[a-z][a-z0-9+.-]*://\S+"                                     # URL (https://, s3://, ...)
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"                                # e-mail
-    r"|(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[^\W\d_][\w.-]*"          # path: two segments or more, a letter last
+    r"|(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[^\W\d_][\w.-]*(?::\d+){0,2}"  # path (two segments or more, a letter
+                                                                    # last), with its line and column
     r"|[A-Z][A-Z0-9]{1,9}-\d{1,7}"                                  # ticket: SUP-77410
     r"|[a-z]{2,}_[0-9a-f]{6,}"                                      # record id: sum_3f9a1c
     r"|#\d{2,}"                                                     # PR #1893, issue #42
@@ -92,25 +93,47 @@ def _norm(s: str) -> str:
     return "".join(s.lower().split())
 
 
+# Ways one identifier is written that name the same thing: a path with a line (and
+# column) or a GitHub line anchor, a version with or without its `v`, an issue number
+# with or without its `#` (`#1893` is `pull/1893` in a URL).
+_LOCATION_RE = re.compile(r"(?::\d+){1,2}$|#l\d+(?:-l\d+)?$")
+
+
+def _variants(ident: str) -> list:
+    """The identifier normalized (case and spacing aside), then its other spellings."""
+    key = _norm(ident)
+    out = [key]
+    bare = _LOCATION_RE.sub("", key)
+    if bare != key and bare:
+        out.append(bare)
+    if len(key) > 1 and key[0] == "v" and key[1].isdigit():
+        out.append(key[1:])
+    if key.startswith("#") and key[1:].isdigit():
+        out.append("/" + key[1:])
+    return out
+
+
 class Finder:
     """Whether an identifier occurs in a text, case and spacing aside (a path also as the
-    tail of a longer one): looked up in the text's identifier index; what the index does
-    not hold is searched for in the whole text, at most `searches` times (an identifier
-    written inside a longer token): linear in the text whatever the number of identifiers."""
+    tail of a longer one, a path:line as its path, a version with or without `v`, `#N` as
+    `/N` in a URL): looked up in the text's identifier index; what the index does not hold
+    is searched for in the whole text, at most `searches` times (an identifier written
+    inside a longer token): linear in the text whatever the number of identifiers."""
 
     def __init__(self, view, searches: int):
         self.view = view
-        self.index = view.identifier_index(scan, _norm)
+        self.index = view.identifier_index(scan, _variants)
         self.searches = searches
 
     def __call__(self, ident: str) -> bool:
-        key = _norm(ident)
-        if key in self.index:
+        keys = _variants(ident)
+        if any(k in self.index for k in keys):
             return True
         if self.searches <= 0:
             return False
         self.searches -= 1
-        return key in self.view.norm
+        hay = self.view.norm
+        return any(k in hay for k in keys)
 
 
 def _weights(view) -> dict:

@@ -102,16 +102,16 @@ class InputView:
             self._idents = out
         return self._idents
 
-    def identifier_index(self, scan, norm) -> frozenset:
-        """The input's identifiers normalized by `norm`, each path also by every tail at a
-        `/` (`src/app.ts` is found in `/repo/src/app.ts`): an identifier is looked up in
-        this set, not searched for in the whole text."""
+    def identifier_index(self, scan, variants) -> frozenset:
+        """The text's identifiers as `variants` writes them (normalized, and the other ways
+        of writing the same one), each path also by every tail at a `/` (`src/app.ts` is
+        found in `/repo/src/app.ts`): an identifier is looked up in this set, not searched
+        for in the whole text."""
         if self._ident_index is None:
             out = set()
             for ident in self.identifiers(scan):
-                key = norm(ident)
-                out.add(key)
-                if "/" in key:
+                for key in variants(ident):
+                    out.add(key)
                     k = key.find("/")
                     while k >= 0:
                         if key[k + 1:]:
