@@ -397,3 +397,17 @@ def test_the_same_identifier_written_another_way_is_not_invented():
     r = validate("Crash at src/client/view.ts:9 fixed (#1894, #78), released as v2.3.2.", input=history)
     f = next(f for f in r.findings if f.kind == "invented_identifiers")
     assert set(f.figures["invented"]) == {"src/client/view.ts:9", "#1894", "#78", "v2.3.2"}
+
+
+def test_a_prose_summary_of_camel_case_code_is_grounded():
+    """Code names things `retryPaymentWebhook`; its summary says "retries payment webhooks".
+    Plain words share nothing (support 0); cut at their camelCase seams they do."""
+    code = ("export async function retryPaymentWebhook(evt) { await updateBillingAddress(evt.customerId); "
+            "const userProfile = await fetchUserProfile(evt.customerId); return openCustomerPortal(userProfile); }\n"
+            "function scheduleInvoiceReminder(invoiceId) { return queueReminderEmail(invoiceId, reminderDelayHours); }\n"
+            ) * 4
+    summary = ("The billing handler now retries failed payment webhooks: it updates the billing address, fetches the "
+               "user profile and opens the customer portal; invoice reminders are queued as reminder emails after "
+               "a delay measured in hours.")
+    r = validate(summary, input=code)
+    assert r.valid and r.fidelity["same_language"] is True and r.fidelity["grounding"] > 0.3

@@ -44,35 +44,51 @@ def common_units() -> frozenset:
     return frozenset(out)
 
 
-def support(mine, content: str, view: InputView, searches: int = 64, summary_view: Optional[InputView] = None) -> tuple:
-    """(support, content units judged, a few content units not found). `mine`: the
-    summary's unit counts (overlap.unit_counts)."""
-    common = common_units()
-    have = view.unit_set
-    n_units = found = 0
+def _content_share(mine, have, common) -> tuple:
+    """(found, judged, a few not found) over the summary's content units."""
+    n = found = 0
     shown = []
     for u, c in mine.items():
         if u in common or (isinstance(u, bytes) and len(u) < 3):
             continue
-        n_units += c
+        n += c
         if u in have:
             found += c
         elif len(shown) < 5:
             shown.append(u.decode("utf-8", "replace") if isinstance(u, bytes) else u)
+    return found, n, shown
+
+
+def support(mine, content: str, view: InputView, searches: int = 64, summary_view: Optional[InputView] = None,
+            recheck_at: float = -1.0) -> tuple:
+    """(support, content units judged, a few content units not found). `mine`: the
+    summary's unit counts (overlap.unit_counts). At `recheck_at` or under, the summary's
+    words are looked for again among the input's words and the parts of its camelCase
+    names (`authMiddleware`: `auth`, `middleware`), and the better support is kept: a prose
+    summary of code says "middleware". The summary's own camelCase names stay whole: a
+    junk `libSessions` is not grounded by a `lib/` in the input."""
+    common = common_units()
+    found, n_units, shown = _content_share(mine, view.unit_set, common)
     idents = list((summary_view or InputView(content)).identifiers(ids.scan))
     in_input = ids.Finder(view, searches)
     found_ids = sum(1 for i in idents if in_input(i)) if idents else 0
     n = n_units + len(idents)
     if not n:
         return 1.0, 0, []
-    return (found + found_ids) / n, n_units, shown
+    share = (found + found_ids) / n
+    if share <= recheck_at:
+        found2, _, shown2 = _content_share(mine, view.camel_unit_set, common)
+        if found2 > found:
+            return (found2 + found_ids) / n, n_units, shown2
+    return share, n_units, shown
 
 
 def detect(content: str, settings, view: Optional[InputView], mine, same_language: Optional[bool],
            measures: Optional[dict] = None, summary_view: Optional[InputView] = None) -> list:
     if view is None or not same_language:
         return []
-    share, n, missing = support(mine, content, view, settings.identifiers_max_searches, summary_view)
+    share, n, missing = support(mine, content, view, settings.identifiers_max_searches, summary_view,
+                                settings.ungrounded_max_support)
     if measures is not None:
         measures["grounding"] = round(share, 3)
         measures["content_words"] = n
