@@ -357,11 +357,6 @@ def _longest_token_run(junk: set, gap: int = 1) -> int:
 _CHUNK = 1 << 18
 
 
-def _chunks(text: str):
-    """(offset, piece) of about _CHUNK characters, cut at whitespace."""
-    return pieces(text, _CHUNK)
-
-
 def _measure(text: str, settings, input_text: Optional[str], cache: Optional[dict] = None) -> Optional[dict]:
     """Junk in one piece of text, in characters and in tokens (see detect)."""
     spans = _spans(text, settings)
@@ -450,7 +445,7 @@ def detect(content: str, settings, entropy: float, input_text: Optional[str] = N
     tot = {"mojibake": 0, "moji_chars": 0, "non_ascii": 0, "char_junk": 0, "char_run": 0, "junk_tokens": 0,
            "tok_run": 0, "first": None, "last": 0, "kinds": Counter(), "moji_sample": ""}
     examined = 0
-    for off, piece in _chunks(text):
+    for off, piece in pieces(text, _CHUNK):     # about _CHUNK characters, cut at whitespace
         m = first if first is not None else _measure(piece, settings, input_text, cache)
         examined = off + len(piece)
         if m is None:

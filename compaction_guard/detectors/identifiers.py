@@ -79,16 +79,6 @@ def scan(text: str):
                 yield f"{t} {toks[i + 1].rstrip(_EDGE)}", (offset + i * scale) / size        # "38.2 GB"
 
 
-def identifiers(text: str) -> list:
-    """The identifiers of `text`, in order, each once."""
-    seen, out = set(), []
-    for ident, _ in scan(text):
-        if ident not in seen:
-            seen.add(ident)
-            out.append(ident)
-    return out
-
-
 def _norm(s: str) -> str:
     return "".join(s.lower().split())
 
