@@ -156,6 +156,10 @@ class Settings:
     # occur in the input. Real overviews of their own manual page: 0.04 at the lowest (one
     # in 333); off-topic same-language text: 36% at 0.03 or under, 60% at 0.1.
     ungrounded_max_support: float = 0.03
+    # ... or this share when most of its content units are CJK character pairs (unrelated
+    # Chinese/Japanese/Korean texts share more pairs than other scripts share words; real
+    # overviews of their own page: 0.20 at the lowest in CJK, off-topic pairs from 0.03).
+    ungrounded_max_support_cjk: float = 0.1
     ungrounded_min_units: int = 12
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many

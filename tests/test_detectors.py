@@ -411,3 +411,14 @@ def test_a_prose_summary_of_camel_case_code_is_grounded():
                "a delay measured in hours.")
     r = validate(summary, input=code)
     assert r.valid and r.fidelity["same_language"] is True and r.fidelity["grounding"] > 0.3
+
+
+def test_chinese_is_judged_on_character_pairs_with_its_own_threshold():
+    """Real pages nobody here wrote: localectl(1)'s Chinese overview shares 61% of its
+    character pairs with its own page and 7% with cut(1)'s, where unrelated Chinese texts
+    share more pairs than other scripts share words (ungrounded_max_support_cjk)."""
+    localectl, cut = _overview("gr-zh-localectl.1"), _overview("gr-zh-cut.1")
+    own = validate(localectl["summary"], input=localectl["input"])
+    assert own.valid and own.fidelity["grounding"] > 0.5
+    other = validate(localectl["summary"], input=cut["input"])
+    assert other.failures == ["ungrounded"] and 0.03 < other.fidelity["grounding"] <= 0.1
