@@ -17,9 +17,8 @@ bigrams. Both sides are cut the same way, so what the cut misses it misses on bo
 from __future__ import annotations
 
 import re
-from typing import Optional
-
 from collections import Counter
+from typing import Optional
 
 from ..tokens import CJK_RE, pieces
 
@@ -56,12 +55,12 @@ def units(text: str, camel: bool = False) -> list:
     return out
 
 
-def unit_counts(text: str, camel: bool = False) -> Counter:
+def unit_counts(text: str) -> Counter:
     """The text's units and how often each occurs, in first-seen order; a long text piece by
     piece (memory: its vocabulary, not its length)."""
     out = Counter()
     for _, piece in pieces(text):
-        out.update(units(piece, camel))
+        out.update(units(piece))
     return out
 
 
