@@ -422,3 +422,13 @@ def test_chinese_is_judged_on_character_pairs_with_its_own_threshold():
     assert own.valid and own.fidelity["grounding"] > 0.5
     other = validate(localectl["summary"], input=cut["input"])
     assert other.failures == ["ungrounded"] and 0.03 < other.fidelity["grounding"] <= 0.1
+
+
+def test_a_real_english_answer_around_code_to_a_ukrainian_history_is_drift():
+    """SmolLM2 given a Ukrainian chat wrote English prose around an HTML snippet: fastText is
+    unsure of the whole (the code), but no line of it reads as Ukrainian."""
+    output, history = _real_model_output("h119-uk-chat-r4")
+    r = validate(output, input=history)
+    assert "language_drift" in r.failures and "no line of the summary reads as Ukrainian" in r.reasons["language_drift"]
+    f = next(f for f in r.findings if f.kind == "language_drift")
+    assert f.figures["summary_share_in_input_language"] <= 0.1 and f.figures["input_language"] == "uk"

@@ -24,7 +24,9 @@ apart: failure, unless the history is
 mixed: at least `language_min_share_in_input` of its words (identified line by line)
 are in the summary's language (a Chinese user among English tool logs), or as much of
 the summary is in the history's language (a mixed summary): warning. The input
-clear and the summary not clearly its language (mixed): warning `language_mixed`. Languages fastText
+clear and the summary not clearly its language: failure when no line of it reads as the
+history's language (at most `language_drift_max_kept` of its words, line by line: English
+prose around code, English and junk), else warning `language_mixed`. Languages fastText
 splits finely but a reader does not (zh/wuu/yue, no/nn/nb, ...) count as one.
 """
 from __future__ import annotations
@@ -122,10 +124,10 @@ def identify(text: str, sample: int = _SAMPLE) -> tuple:
     return top, dist.get(top, 0.0), letters, dist
 
 
-def share_in(text: str, lang: str, max_lines: int = 24) -> float:
+def share_in(text: str, lang: str, max_lines: int = 24) -> Optional[float]:
     """The share of the text's words (line by line, up to `max_lines` spread over it)
     that read as `lang`: a history whose user writes Chinese around English tool output
-    is partly Chinese, whatever its dominant language."""
+    is partly Chinese, whatever its dominant language. None: no line long enough to tell."""
     lines = text.splitlines()
     if len(lines) > 4 * max_lines:
         lines = lines[:: len(lines) // (4 * max_lines) + 1]
@@ -139,7 +141,7 @@ def share_in(text: str, lang: str, max_lines: int = 24) -> float:
         total += n
         if res and res[0][0] == lang:
             hit += n
-    return hit / total if total else 0.0
+    return hit / total if total else None
 
 
 def _group(code: str) -> str:
@@ -196,26 +198,31 @@ def judge(content: str, settings, input_text: Optional[str], overlap: Optional[f
     # of the other's (fastText gives the other side's language next to nothing)
     apart = src[3].get(out[0], 0.0) <= settings.language_max_cross_probability \
         and out[3].get(src[0], 0.0) <= settings.language_max_cross_probability
-    if src[1] < settings.language_min_confidence or out[1] < settings.language_min_confidence or not apart:
-        if src[1] >= settings.language_min_confidence:
-            return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads "
-                            f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)], False
+    clear = out[1] >= settings.language_min_confidence and apart
+    if src[1] < settings.language_min_confidence:
         return [], None
     # a mixed history (a Chinese user among English tool logs): a summary in one of its
     # languages is in the history's language; and a summary partly in the history's is mixed
-    mixed = share_in(input_text, out[0])
-    # the summary's own share is measured only when the history's does not settle it
-    kept = share_in(content, src[0]) if mixed < settings.language_min_share_in_input else 0.0
+    mixed = share_in(input_text, out[0]) or 0.0
     figures["input_share_in_summary_language"] = round(mixed, 3)
-    if mixed < settings.language_min_share_in_input:
-        figures["summary_share_in_input_language"] = round(kept, 3)
     if mixed >= settings.language_min_share_in_input:
         return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])}; the history is mostly "
                         f"{_name(src[0])}, {mixed:.0%} of it in {_name(out[0])}", failure=False, figures=figures)], False
-    if kept >= settings.language_min_share_in_input:
+    # the summary's own share in the history's language, line by line
+    kept = share_in(content, src[0])
+    figures["summary_share_in_input_language"] = None if kept is None else round(kept, 3)
+    if not clear and (kept is None or kept > settings.language_drift_max_kept):
+        return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads "
+                        f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)], False
+    if clear and kept is not None and kept >= settings.language_min_share_in_input:
         return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
                         f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
                         f"{_name(out[0])})", failure=False, figures=figures)], False
+    if not clear:        # no line of it in the history's language: drift, whatever else it is
+        return [Finding("language_drift", f"no line of the summary reads as {_name(src[0])}, the history's language "
+                        f"({src[1]:.0%}); the summary reads mostly as {_name(out[0])} ({out[1]:.0%}): the agent would "
+                        "resume in another language; re-run compaction, ask for the history's language",
+                        figures=figures)], False
     return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
                     f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
                     "compaction, ask for the history's language", figures=figures)], False

@@ -430,7 +430,8 @@ def main(argv=None) -> int:
         if c["pos"] and c["hit"] / c["pos"] < TARGET_DRIFT_RECALL:
             print(f"\nnot yet held (issue #12 in progress): {st}/language_drift recall {c['hit']}/{c['pos']} "
                   f"= {c['hit'] / c['pos']:.0%}, target {TARGET_DRIFT_RECALL:.0%}; the misses are tool-log "
-                  "histories and short or mixed summaries under the confidence that makes a language clear")
+                  "histories partly in the summary's language, copies of a history's lines in another language, "
+                  "and loops")
     for st in ("pairs", "grounding"):
         c = _sum(res["cells"], lambda s, lang, k: s == st and k == "ungrounded")
         if c["pos"] and c["hit"] / c["pos"] < TARGET_UNGROUNDED_RECALL:
