@@ -432,3 +432,18 @@ def test_a_real_english_answer_around_code_to_a_ukrainian_history_is_drift():
     assert "language_drift" in r.failures and "no line of the summary reads as Ukrainian" in r.reasons["language_drift"]
     f = next(f for f in r.findings if f.kind == "language_drift")
     assert f.figures["summary_share_in_input_language"] <= 0.1 and f.figures["input_language"] == "uk"
+
+
+def test_a_long_summary_sharing_few_distinct_words_is_ungrounded_a_short_one_is_given_the_doubt():
+    """Real Hungarian text: bc(1)'s overview (49 distinct content words) shares 2% of them with
+    mknod(1)'s page: ungrounded, though over 3% of its words with repeats; against its own page,
+    14% (a paraphrase in an inflected language), not. The bound weighs the evidence: 1 of 12
+    words found (8%) may well be a short paraphrase, 1 of 49 (2%) hardly."""
+    bc, mknod = _overview("gr-hu-bc.1"), _overview("gr-hu-mknod.1")
+    assert validate(bc["summary"], input=bc["input"]).valid
+    r = validate(bc["summary"], input=mknod["input"])
+    assert r.failures == ["ungrounded"] and "distinct content words" in r.reasons["ungrounded"]
+    f = next(f for f in r.findings if f.kind == "ungrounded")
+    assert f.figures["support"] > 0.03 and f.figures["upper_bound"] <= 0.2 and f.figures["distinct_units"] >= 40
+    from compaction_guard.detectors.grounding import upper_bound
+    assert upper_bound(1 / 12, 12, 2.33) > 0.2 > upper_bound(1 / 49, 49, 2.33)

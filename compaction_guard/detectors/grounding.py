@@ -14,7 +14,11 @@ service, the ticket.
 
 Failure at `ungrounded_max_support` or less (`ungrounded_max_support_cjk` when most of
 the content units are CJK character pairs, which unrelated texts share more often than
-words) with `ungrounded_min_units` content units or more (a short summary is not judged), only when the summary is in the input's
+words) with `ungrounded_min_units` content units or more (a short summary is not judged);
+or, for words (not CJK pairs), when one can be sure (`ungrounded_confidence_z`, 99%) that
+under `ungrounded_confident_below` of the summary's distinct content words come from the
+input: the Wilson upper bound of the share found weighs how many were judged (1 of 12 may
+be a short paraphrase, 1 of 49 hardly). Only when the summary is in the input's
 language (shared function words above `language_same_overlap`, or fastText says so):
 a summary in another language shares no words with its input whatever it says, and
 language_drift speaks for it. Measured on real text (tests/corpus/evaluate.py, set
@@ -23,8 +27,9 @@ the same language; set `model`: SmolLM2's outputs read by hand at low support).
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..findings import Finding
 from ..tokens import CJK_RE
@@ -46,44 +51,69 @@ def common_units() -> frozenset:
 
 
 def _content_share(mine, have, common) -> tuple:
-    """(found, judged, a few not found, how many are CJK pairs) over the summary's content units."""
-    n = found = pairs = 0
+    """(found, judged, a few not found, how many are CJK pairs, distinct found, distinct judged)
+    over the summary's content units."""
+    n = found = pairs = types = types_found = 0
     shown = []
     for u, c in mine.items():
         if u in common or (isinstance(u, bytes) and len(u) < 3):
             continue
         n += c
+        types += 1
         if not isinstance(u, bytes):
             pairs += c
         if u in have:
             found += c
+            types_found += 1
         elif len(shown) < 5:
             shown.append(u.decode("utf-8", "replace") if isinstance(u, bytes) else u)
-    return found, n, shown, pairs
+    return found, n, shown, pairs, types_found, types
+
+
+def upper_bound(share: float, n: int, z: float) -> float:
+    """The Wilson score upper bound of a share measured on n items: how high the true share
+    can be, at the confidence z stands for, given what was seen."""
+    if n <= 0:
+        return 1.0
+    z2 = z * z
+    centre = share + z2 / (2 * n)
+    spread = z * math.sqrt(max(share * (1 - share), 0.0) / n + z2 / (4 * n * n))
+    return (centre + spread) / (1 + z2 / n)
+
+
+class Support(NamedTuple):
+    share: float          # content units (with repeats) and identifiers found in the input
+    units: int            # content units judged
+    missing: list         # a few content units not found
+    cjk: float            # share of the content units that are CJK character pairs
+    distinct: float       # share of the distinct content units and identifiers found
+    distinct_n: int       # how many distinct ones were judged
 
 
 def support(mine, content: str, view: InputView, searches: int = 64, summary_view: Optional[InputView] = None,
-            recheck_at: float = -1.0) -> tuple:
-    """(support, content units judged, a few content units not found, share of them that are
-    CJK character pairs). `mine`: the summary's unit counts (overlap.unit_counts). At
-    `recheck_at` or under, the summary's words are looked for again among the input's words
-    and the parts of its camelCase names (`authMiddleware`: `auth`, `middleware`), and the
-    better support is kept: a prose summary of code says "middleware". The summary's own
-    camelCase names stay whole: a junk `libSessions` is not grounded by a `lib/` in the input."""
+            recheck_at: float = -1.0) -> Support:
+    """What of the summary the input supports (see Support). `mine`: the summary's unit counts
+    (overlap.unit_counts). At `recheck_at` or under, the summary's words are looked for again
+    among the input's words and the parts of its camelCase names (`authMiddleware`: `auth`,
+    `middleware`), and the better support is kept: a prose summary of code says "middleware".
+    The summary's own camelCase names stay whole: a junk `libSessions` is not grounded by a
+    `lib/` in the input."""
     common = common_units()
-    found, n_units, shown, pairs = _content_share(mine, view.unit_set, common)
-    idents = list((summary_view or InputView(content)).identifiers(ids.scan))
+    found, n_units, shown, pairs, t_found, t_n = _content_share(mine, view.unit_set, common)
+    idents = set((summary_view or InputView(content)).identifiers(ids.scan))
     in_input = ids.Finder(view, searches)
     found_ids = sum(1 for i in idents if in_input(i)) if idents else 0
     n = n_units + len(idents)
     if not n:
-        return 1.0, 0, [], 0.0
+        return Support(1.0, 0, [], 0.0, 1.0, 0)
     share = (found + found_ids) / n
-    if share <= recheck_at:
-        found2, _, shown2, _ = _content_share(mine, view.camel_unit_set, common)
+    if min(share, (t_found + found_ids) / (t_n + len(idents))) <= recheck_at:
+        found2, _, shown2, _, t_found2, _ = _content_share(mine, view.camel_unit_set, common)
         if found2 > found:
-            share, shown = (found2 + found_ids) / n, shown2
-    return share, n_units, shown, pairs / n_units if n_units else 0.0
+            share, shown, t_found = (found2 + found_ids) / n, shown2, max(t_found, t_found2)
+    t_total = t_n + len(idents)
+    return Support(share, n_units, shown, pairs / n_units if n_units else 0.0, (t_found + found_ids) / t_total,
+                   t_total)
 
 
 def detect(content: str, settings, view: Optional[InputView], mine, same_language: Optional[bool],
@@ -92,14 +122,26 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
         return []
     # CJK text is cut into character pairs, and unrelated texts of one language share more
     # pairs than words: its own threshold (measured: own-page overviews 0.20 at the lowest)
-    limit = max(settings.ungrounded_max_support, settings.ungrounded_max_support_cjk)
-    share, n, missing, cjk = support(mine, content, view, settings.identifiers_max_searches, summary_view, limit)
+    recheck = max(settings.ungrounded_max_support, settings.ungrounded_max_support_cjk,
+                  settings.ungrounded_confident_below)
+    sup = support(mine, content, view, settings.identifiers_max_searches, summary_view, recheck)
+    share, n, missing = sup.share, sup.units, sup.missing
     if measures is not None:
         measures["grounding"] = round(share, 3)
         measures["content_words"] = n
-    limit = settings.ungrounded_max_support_cjk if cjk >= 0.5 else settings.ungrounded_max_support
-    if n < settings.ungrounded_min_units or share > limit:
+    if n < settings.ungrounded_min_units:
         return []
-    return [Finding("ungrounded", f"only {share:.0%} of the summary's {n} content words occur in the history (not "
-                    f"in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about something else; re-run "
-                    "compaction", figures={"support": round(share, 3), "content_units": n, "not_in_input": missing})]
+    cjk = sup.cjk >= 0.5
+    limit = settings.ungrounded_max_support_cjk if cjk else settings.ungrounded_max_support
+    bound = upper_bound(sup.distinct, sup.distinct_n, settings.ungrounded_confidence_z)
+    figures = {"support": round(share, 3), "content_units": n, "distinct_support": round(sup.distinct, 3),
+               "distinct_units": sup.distinct_n, "upper_bound": round(bound, 3), "not_in_input": missing}
+    if share <= limit:
+        why = f"only {share:.0%} of the summary's {n} content words occur in the history"
+    elif not cjk and bound <= settings.ungrounded_confident_below:
+        why = (f"only {sup.distinct:.0%} of the summary's {sup.distinct_n} distinct content words occur in the history "
+               f"(at most {bound:.0%}, at the confidence ungrounded_confidence_z sets)")
+    else:
+        return []
+    return [Finding("ungrounded", f"{why} (not in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about "
+                    "something else; re-run compaction", figures=figures)]
