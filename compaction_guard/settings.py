@@ -166,12 +166,15 @@ class Settings:
     # overviews of their own page: 0.20 at the lowest in CJK, off-topic pairs from 0.03).
     ungrounded_max_support_cjk: float = 0.1
     ungrounded_min_units: int = 12
-    # ... or (words, not CJK pairs) when one can be this sure (z of a one-sided normal bound:
+    # ... or when one can be this sure (z of a one-sided normal bound:
     # 2.33 is 99%) that under this share of its distinct content words come from the input:
     # the Wilson upper bound of the share found, from how many were judged (a long summary's
     # 12% says more than a short one's). Real overviews of their own page: bound 0.255 at the
     # lowest (Finnish, 23 words, 4% found); off-topic same-language excerpts 376 of 736 under 0.2.
     ungrounded_confident_below: float = 0.2
+    # ... CJK character pairs: own-page overviews bound at 0.345 at the lowest (61, all long),
+    # off-topic pairs 73 of 161 at 0.25 or under
+    ungrounded_confident_below_cjk: float = 0.25
     ungrounded_confidence_z: float = 2.33
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many

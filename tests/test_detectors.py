@@ -422,6 +422,15 @@ def test_chinese_is_judged_on_character_pairs_with_its_own_threshold():
     assert own.valid and own.fidelity["grounding"] > 0.5
     other = validate(localectl["summary"], input=cut["input"])
     assert other.failures == ["ungrounded"] and 0.03 < other.fidelity["grounding"] <= 0.1
+    # cut(1)'s overview shares 17% of its pairs with createdb(1)'s page: more than unrelated
+    # text may share, but 78 distinct pairs at 13% bound the share under 25%; its own page, 29%
+    cut_own = validate(cut["summary"], input=cut["input"])
+    assert cut_own.valid
+    createdb = _overview("gr-zh-createdb.1")
+    r = validate(cut["summary"], input=createdb["input"])
+    assert r.failures == ["ungrounded"] and r.fidelity["grounding"] > 0.1
+    f = next(f for f in r.findings if f.kind == "ungrounded")
+    assert 0.2 < f.figures["upper_bound"] <= 0.25
 
 
 def test_a_real_english_answer_around_code_to_a_ukrainian_history_is_drift():

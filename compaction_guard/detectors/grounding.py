@@ -15,8 +15,8 @@ service, the ticket.
 Failure at `ungrounded_max_support` or less (`ungrounded_max_support_cjk` when most of
 the content units are CJK character pairs, which unrelated texts share more often than
 words) with `ungrounded_min_units` content units or more (a short summary is not judged);
-or, for words (not CJK pairs), when one can be sure (`ungrounded_confidence_z`, 99%) that
-under `ungrounded_confident_below` of the summary's distinct content words come from the
+or when one can be sure (`ungrounded_confidence_z`, 99%) that under
+`ungrounded_confident_below` (`_cjk`) of the summary's distinct content units come from the
 input: the Wilson upper bound of the share found weighs how many were judged (1 of 12 may
 be a short paraphrase, 1 of 49 hardly). Only when the summary is in the input's
 language (shared function words above `language_same_overlap`, or fastText says so):
@@ -123,7 +123,7 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
     # CJK text is cut into character pairs, and unrelated texts of one language share more
     # pairs than words: its own threshold (measured: own-page overviews 0.20 at the lowest)
     recheck = max(settings.ungrounded_max_support, settings.ungrounded_max_support_cjk,
-                  settings.ungrounded_confident_below)
+                  settings.ungrounded_confident_below, settings.ungrounded_confident_below_cjk)
     sup = support(mine, content, view, settings.identifiers_max_searches, summary_view, recheck)
     share, n, missing = sup.share, sup.units, sup.missing
     if measures is not None:
@@ -138,7 +138,7 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
                "distinct_units": sup.distinct_n, "upper_bound": round(bound, 3), "not_in_input": missing}
     if share <= limit:
         why = f"only {share:.0%} of the summary's {n} content words occur in the history"
-    elif not cjk and bound <= settings.ungrounded_confident_below:
+    elif bound <= (settings.ungrounded_confident_below_cjk if cjk else settings.ungrounded_confident_below):
         why = (f"only {sup.distinct:.0%} of the summary's {sup.distinct_n} distinct content words occur in the history "
                f"(at most {bound:.0%}, at the confidence ungrounded_confidence_z sets)")
     else:
