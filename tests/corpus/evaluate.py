@@ -14,7 +14,8 @@ Sets, real data first (nobody on the project wrote their texts):
           Debian's translated man pages, reference and message catalogues; all good
           except what real/human_labels.yaml says (checked by hand);
 - pairs:  one human excerpt as the "summary" of another, in the same language (not
-          drift; about something else: ungrounded) or another (drift);
+          drift; about something else: ungrounded, unless the two share a source file or
+          a copied passage: same_subject) or another (drift);
 - grounding: Debian manual pages' overviews as the summary of the rest of their own
           page (grounded, no invented identifiers) and of another page in the same
           language (ungrounded) (real/collect_grounding.py);
@@ -90,6 +91,32 @@ class Item:
     form: str = ""                           # hand-written corpus: seed / real / good
 
 
+# Two texts about the same thing, whatever the guard measures: one source file (two excerpts
+# of glib's catalogue), or a passage of 60 characters or more copied verbatim from one to the
+# other (the GPL notice and "Written by" lines every coreutils page carries). Such a pair is
+# not "about something else": left out of ungrounded's figures, never counted either way.
+COPY_CHARS = 60
+
+
+def _files(source: str) -> set:
+    return {part.split(": ", 1)[-1].strip() for part in (source or "").split("; ") if part.strip()}
+
+
+def same_subject(a: dict, b: dict, a_text: str, b_text: str) -> bool:
+    if _files(a.get("source", "")) & _files(b.get("source", "")):
+        return True
+    x, y = " ".join(a_text.split()), " ".join(b_text.split())
+    return any(x[i:i + COPY_CHARS] in y for i in range(0, max(1, len(x) - COPY_CHARS + 1), 8))
+
+
+def names_page(overview: str, page_id: str) -> bool:
+    """An overview whose NAME line lists the other page's command (at, batch, atq, atrm):
+    one page under several names."""
+    name = page_id.split("-", 2)[-1].rsplit(".", 1)[0]
+    head = overview.split("\n", 1)[0].split(" - ", 1)[0].split(" \u2014 ", 1)[0]
+    return name in {w.strip(" ,") for w in head.split()}
+
+
 def _truth_all(value: bool) -> dict:
     return {k: value for k in KINDS}
 
@@ -162,7 +189,8 @@ def pair_items() -> list:
                 truth = {k: None for k in KINDS}
                 truth["language_drift"] = drift
                 # another excerpt in the same language is about something else: ungrounded
-                truth["ungrounded"] = None if drift else True
+                # (unless it shares the excerpt's source or copies a passage of it)
+                truth["ungrounded"] = None if drift or same_subject(r, partner, r["text"], partner["text"]) else True
                 items.append(Item(f"{r['id']}<-{partner['id']}", "pairs", lang, r["text"], truth,
                                   input_text=partner["text"]))
     return items
@@ -189,6 +217,9 @@ def grounding_items() -> list:
                 # only grounding (and invention) is judged here: some pages' overviews are
                 # untranslated English, one is mojibake in the package itself (man-es fakeroot.1)
                 truth["ungrounded"] = off
+                if off and (same_subject(r, partner, r["summary"], partner["input"])
+                            or names_page(r["summary"], partner["id"])):
+                    truth["ungrounded"] = None      # one page under two names, or a copied passage
                 truth["invented_identifiers"] = False if not off else None   # a real overview of its own page
                 items.append(Item(f"{r['id']}<-{partner['id']}" if off else r["id"], "grounding", lang, r["summary"],
                                   truth, input_text=partner["input"]))
