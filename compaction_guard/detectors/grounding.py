@@ -106,14 +106,13 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     n = n_units + len(idents)
     if not n:
         return Support(1.0, 0, [], 0.0, 1.0, 0)
-    share = (found + found_ids) / n
-    if min(share, (t_found + found_ids) / (t_n + len(idents))) <= recheck_at:
+    t_total = t_n + len(idents)
+    share, distinct = (found + found_ids) / n, (t_found + found_ids) / t_total
+    if min(share, distinct) <= recheck_at:
         found2, _, shown2, _, t_found2, _ = _content_share(mine, view.camel_unit_set, common)
         if found2 > found:
-            share, shown, t_found = (found2 + found_ids) / n, shown2, max(t_found, t_found2)
-    t_total = t_n + len(idents)
-    return Support(share, n_units, shown, pairs / n_units if n_units else 0.0, (t_found + found_ids) / t_total,
-                   t_total)
+            share, shown, distinct = (found2 + found_ids) / n, shown2, (t_found2 + found_ids) / t_total
+    return Support(share, n_units, shown, pairs / n_units if n_units else 0.0, distinct, t_total)
 
 
 def detect(content: str, settings, view: Optional[InputView], mine, same_language: Optional[bool],

@@ -211,18 +211,16 @@ def judge(content: str, settings, input_text: Optional[str], overlap: Optional[f
     # the summary's own share in the history's language, line by line
     kept = share_in(content, src[0])
     figures["summary_share_in_input_language"] = None if kept is None else round(kept, 3)
-    if not clear and (kept is None or kept > settings.language_drift_max_kept):
-        return [Finding("language_mixed", f"the history is in {_name(src[0])} ({src[1]:.0%}); the summary reads "
-                        f"mostly as {_name(out[0])} ({out[1]:.0%})", failure=False, figures=figures)], False
-    if clear and kept is not None and kept >= settings.language_min_share_in_input:
-        return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({kept:.0%} of it in "
-                        f"{_name(src[0])}); the history is mostly {_name(src[0])} ({mixed:.0%} of it in "
-                        f"{_name(out[0])})", failure=False, figures=figures)], False
-    if not clear:        # no line of it in the history's language: drift, whatever else it is
-        return [Finding("language_drift", f"no line of the summary reads as {_name(src[0])}, the history's language "
-                        f"({src[1]:.0%}); the summary reads mostly as {_name(out[0])} ({out[1]:.0%}): the agent would "
-                        "resume in another language; re-run compaction, ask for the history's language",
-                        figures=figures)], False
-    return [Finding("language_drift", f"the summary is in {_name(out[0])} ({out[1]:.0%}) but the history is in "
-                    f"{_name(src[0])} ({src[1]:.0%}): the agent would resume in another language; re-run "
-                    "compaction, ask for the history's language", figures=figures)], False
+    if clear:        # clearly another language: drift unless a quarter of it is the history's
+        drift = kept is None or kept < settings.language_min_share_in_input
+    else:            # unsure what it is: drift only when no line of it is in the history's language
+        drift = kept is not None and kept <= settings.language_drift_max_kept
+    if not drift:
+        part = "" if kept is None else f", {kept:.0%} of it in {_name(src[0])}"
+        return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])} ({out[1]:.0%}{part}); the "
+                        f"history is in {_name(src[0])} ({src[1]:.0%})", failure=False, figures=figures)], False
+    what = f"the summary is in {_name(out[0])} ({out[1]:.0%})" if clear else \
+        f"no line of the summary reads as {_name(src[0])}; it reads mostly as {_name(out[0])} ({out[1]:.0%})"
+    return [Finding("language_drift", f"{what} but the history is in {_name(src[0])} ({src[1]:.0%}): the agent "
+                    "would resume in another language; re-run compaction, ask for the history's language",
+                    figures=figures)], False
