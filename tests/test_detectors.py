@@ -147,6 +147,17 @@ def test_loop_with_a_counter_but_not_an_enumeration():
     assert validate(table, input=table.replace("|", " ")).valid
 
 
+def test_identical_lines_quoted_in_a_closed_code_block_are_a_warning_not_a_loop():
+    spec = "Final deployment spec:\n```yaml\nkind: Deployment\nmetadata:\n  name: search-api\nspec:\n  replicas: 3\n```\n"
+    log = "curl: (7) Failed to connect to localhost port 5432: Connection refused\n" * 5
+    after = "Postgres had run out of disk; we cleared old WAL segments and it came back at 09:12."
+    r = validate(spec + "Health check output while the database was down:\n```\n" + log + "```\n" + after)
+    assert r.valid and any("quoted output" in w for w in r.warnings)
+    # the same lines as prose, no block around them: the summarizer repeated itself
+    assert "repetition" in kinds(spec + "Health check output while the database was down:\n" + log.replace("\n", " ") * 2
+                                 + after)
+
+
 def _issue9_examples():
     import yaml
     from pathlib import Path

@@ -30,8 +30,8 @@ The decision, each rule a Settings field:
   copy (detectors/cutoff.py). Three whole lines that differ only in a version
   number (`ps2pdf12`, `ps2pdf13`, `ps2pdf14`: a real manual page) are a list.
 - Repeats that stop by themselves inside the summary are a loop at
-  `loop_min_share` of it with `loop_min_copies_inside` copies; less (a quoted
-  retry log) is a warning (`repetitive`).
+  `loop_min_share` of it with `loop_min_copies_inside` copies; less, or inside a
+  code block that closes after them (a quoted retry log), is a warning (`repetitive`).
 - A summary that repeats what its input itself repeats (a model copying a log of
   identical lines), or whose lines differing only in digits are each a line of the
   input (what an extractive summary picks), gets a warning, not a failure.
@@ -291,6 +291,14 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     else:
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
             and _enough(copies, unit, True, settings)
+        begin = end - copies * len(unit)
+        if loop and data.count(b"```", 0, begin) % 2 and data.find(b"```", end) >= 0:
+            # inside a code block that closes after them: quoted output (a log of identical
+            # retries), and a model that closed the block had not looped
+            return False, unit, copies, at_end, share, Finding(
+                "repetitive", f"{_describe(unit)!r} repeated {copies} times inside a code block that closes after "
+                "them: quoted output", failure=False,
+                figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
             and not (word_for_word if word_for_word is not None else _word_for_word(content, settings)):
         return False, unit, copies, at_end, share, Finding(
