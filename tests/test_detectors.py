@@ -467,3 +467,17 @@ def test_a_long_summary_sharing_few_distinct_words_is_ungrounded_a_short_one_is_
     assert f.figures["support"] > 0.03 and f.figures["upper_bound"] <= 0.2 and f.figures["distinct_units"] >= 40
     from compaction_guard.detectors.grounding import upper_bound
     assert upper_bound(1 / 12, 12, 2.33) > 0.2 > upper_bound(1 / 49, 49, 2.33)
+
+
+def test_a_real_output_stopped_inside_a_line_like_the_ones_before_is_cut_off():
+    """SmolLM2 hit max_tokens: after Polish chat lines, a lone timestamp (`[12:36]`: its one
+    word is how the earlier lines start); after Hebrew lines, `user: ת`, the start of an
+    earlier line. A closing code fence, though it starts an earlier ```` ```python ```` line, is not."""
+    for output_id, tail in (("h081-pl-chat-r1", "[12:36]"), ("h087-he-tool-log-r0", "user: ת")):
+        output, history = _real_model_output(output_id)
+        assert output.rstrip().endswith(tail)
+        r = validate(output, input=history)
+        f = next(f for f in r.findings if f.kind == "cut_off")
+        assert f.figures["sign"] == "short-item" and tail in f.reason
+    output, history = _real_model_output("h119-uk-chat-r3")
+    assert output.rstrip().endswith("```") and "cut_off" not in [f.kind for f in validate(output, input=history).findings]

@@ -10,9 +10,10 @@ stop leaves behind, each a named sign:
   or as many CJK characters twice over) without the closing punctuation that the
   summary's other sentences have (at least `cutoff_min_closed_share` of them end so).
   Lists, headings, tables and identifiers end without a full stop and are left alone;
-- `short-item`: the last line starts like earlier lines (its first two words, digits
-  set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as long as the
-  shortest of them: a list item or log line cut mid-way.
+- `short-item`: the last line starts like earlier lines (its first two words, or its
+  one word, digits set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as
+  long as the shortest of them, or it is the start of an earlier line: a list item or
+  log line cut mid-way.
 A warning, not a failure: what was written before the stop may be a good summary.
 """
 from __future__ import annotations
@@ -49,8 +50,8 @@ def _closes_sentences(lines: list, last: str) -> tuple:
 _DIGIT_RE = re.compile(r"\d+")
 
 
-def _head(line: str) -> str:
-    return " ".join(_DIGIT_RE.sub("0", line).split()[:2])
+def _head(line: str, words: int = 2) -> str:
+    return " ".join(_DIGIT_RE.sub("0", line).split()[:words])
 
 
 def _short_item(text: str):
@@ -58,10 +59,17 @@ def _short_item(text: str):
     if len(lines) < 3:
         return None
     last = lines[-1]
+    if len(last) >= 3 and any(c.isalnum() for c in last) \
+            and any(len(ln) > len(last) and ln.startswith(last) for ln in lines[:-1]):
+        # the model began an earlier line again and was stopped inside it (a closing
+        # fence or rule, no letter or digit, is not a line cut short)
+        return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
     if len(last) >= 0.5 * max(len(ln) for ln in lines[:-1]):
         return None          # not shorter than the lines before it: nothing cut
-    head = _head(last)
-    peers = [len(ln) for ln in lines[:-1] if _head(ln) == head] if head else []
+    # the first two words (one, if that is all the last line has: `[12:36]`, `user: ת`)
+    k = min(2, len(last.split()))
+    head = _head(last, k)
+    peers = [len(ln) for ln in lines[:-1] if _head(ln, k) == head] if head else []
     if len(peers) >= 2 and len(last) < 0.5 * min(peers):
         return ("short-item", f"its last line stops where earlier lines like it go on ({last[-40:]!r})")
     return None
