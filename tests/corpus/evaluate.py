@@ -166,7 +166,7 @@ def model_items() -> list:
     return items
 
 
-def swapped_items() -> list:
+def swapped_items(models: Optional[list] = None) -> list:
     """The summary of another conversation, as a compactor that mixes up its sessions would
     store it: each real model output that its labels call sound (no failure measured or
     read, in its history's language) given the next history in the same language as its
@@ -177,9 +177,9 @@ def swapped_items() -> list:
     by_lang = defaultdict(list)
     for h in hist:
         by_lang[h["lang"]].append(h)
-    src = {json.loads(ln)["id"]: json.loads(ln)["history"] for ln in open(REAL / "model_outputs.jsonl", encoding="utf-8")}
+    src = {r["id"]: r["history"] for r in map(json.loads, open(REAL / "model_outputs.jsonl", encoding="utf-8"))}
     items = []
-    for it in model_items():
+    for it in models if models is not None else model_items():
         if any(v for k, v in it.truth.items() if k != "cut_off") or it.truth.get("language_drift") is not False:
             continue
         own = next(h for h in by_lang[it.lang] if h["id"] == src[it.id])
@@ -296,7 +296,8 @@ SETS = ("model", "swapped", "human", "pairs", "grounding", "development", "held-
 
 
 def all_items() -> list:
-    return model_items() + swapped_items() + human_items() + pair_items() + grounding_items() + hand_items()
+    models = model_items()
+    return models + swapped_items(models) + human_items() + pair_items() + grounding_items() + hand_items()
 
 
 def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
