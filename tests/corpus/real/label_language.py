@@ -3,6 +3,9 @@
     pip install lingua-language-detector pycld2     # the labellers (not the guard's fastText)
     python3 tests/corpus/real/label_language.py     # writes language_labels.jsonl
 
+The model's summaries of manual pages (model_pages.jsonl) get their output's language the
+same way.
+
 Two identifiers that work differently from the guard's (fastText lid.176): lingua's
 n-gram models and Google's CLD2. An output gets a language only when both name the same
 one (lingua's confidence at least 0.5, CLD2 calling its answer reliable) on the output's
@@ -91,10 +94,25 @@ def main() -> int:
             cld = None
         out.append({"id": r["id"], "file_language": norm(r["lang"]), "text_language": lingua if lingua == cld else None,
                     "lingua": lingua, "cld2": cld})
+    # the model's summaries of manual pages (generate_pages.py): the output's language, and
+    # the page's as its file says
+    pages = HERE / "model_pages.jsonl"
+    for line in (open(pages, encoding="utf-8") if pages.exists() else []):
+        r = json.loads(line)
+        text = prose(r["output"])
+        conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
+        lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
+        try:
+            reliable, _, details = pycld2.detect(text) if conf else (False, 0, [])
+            cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
+        except pycld2.error:
+            cld = None
+        out.append({"id": r["id"], "page_language": norm(r["lang"]), "output_language": lingua if lingua == cld else None,
+                    "lingua": lingua, "cld2": cld})
     with open(HERE / "language_labels.jsonl", "w", encoding="utf-8") as fh:
         for x in out:
             fh.write(json.dumps(x, ensure_ascii=False) + "\n")
-    labelled = [x for x in out if x.get("output_language")]
+    labelled = [x for x in out if x.get("output_language") and "history_language" in x]
     drift = sum(1 for x in labelled if x["output_language"] != x["history_language"])
     print(f"model outputs: {len(labelled)} labelled, {drift} in another language than their history")
     human = [x for x in out if "text_language" in x]

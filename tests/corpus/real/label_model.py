@@ -26,7 +26,7 @@ outputs (see the git history of this file):
   that ftfy's fix_encoding changes (mojibake). Otherwise not garbled: a small model
   writes nonsense in real words, which is not noise (#12's grounding is for that).
 
-    .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl
+    .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl (and page_labels.jsonl)
 """
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def longest_tandem(s: str) -> tuple:
     return best
 
 
-def label(rec: dict, history: str) -> dict:
-    out = rec["output"]
+def text_labels(out: str, history: str) -> tuple:
+    """(labels, figures) of the rules that read only the output and its input: repetition,
+    empty, garbled."""
     m_out, m_in = mask(out), mask(history)
     covered, unit, reps = longest_tandem(m_out)
     unit_in_history = bool(unit) and (unit * 3) in m_in
@@ -79,17 +80,23 @@ def label(rec: dict, history: str) -> dict:
         rep = False
     else:
         rep = None
-    it, ot = rec["input_tokens"], rec["output_tokens"]
-    infl = True if ot > it else (False if ot <= 0.8 * it else None)
     letters = len(_ALNUM.findall(out))
     empty = True if letters < 3 else (False if letters >= 40 else None)
     import ftfy
     garbled = bool(_CONTROL.search(out) or _SPECIAL.search(out) or ftfy.fix_encoding(out) != out)
+    return ({"repetition": rep, "empty": empty, "garbled": garbled},
+            {"repeat_chars": covered, "repeat_unit": unit[:60], "repeats": reps})
+
+
+def label(rec: dict, history: str) -> dict:
+    labels, figures = text_labels(rec["output"], history)
+    it, ot = rec["input_tokens"], rec["output_tokens"]
+    infl = True if ot > it else (False if ot <= 0.8 * it else None)
     return {"id": rec["id"], "lang": rec["lang"], "style": rec["style"],
-            "labels": {"repetition": rep, "inflation": infl, "cut_off": rec["finish_reason"] == "length",
-                       "empty": empty, "garbled": garbled},
-            "figures": {"repeat_chars": covered, "repeat_unit": unit[:60], "repeats": reps,
-                        "output_tokens": ot, "input_tokens": it}}
+            "labels": {"repetition": labels["repetition"], "inflation": infl,
+                       "cut_off": rec["finish_reason"] == "length", "empty": labels["empty"],
+                       "garbled": labels["garbled"]},
+            "figures": dict(figures, output_tokens=ot, input_tokens=it)}
 
 
 def main() -> None:
@@ -99,6 +106,18 @@ def main() -> None:
         for r in rows:
             fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
     print(f"{len(rows)} outputs labelled", file=sys.stderr)
+    # the model's summaries of manual pages (generate_pages.py), against the page it was given
+    pages_out = HERE / "model_pages.jsonl"
+    if pages_out.exists():
+        pages = {p["id"]: p for p in map(json.loads, open(HERE / "grounding.jsonl", encoding="utf-8"))}
+        rows = [json.loads(x) for x in open(pages_out, encoding="utf-8") if x.strip()]
+        with open(HERE / "page_labels.jsonl", "w", encoding="utf-8") as fh:
+            for r in rows:
+                labels, figures = text_labels(r["output"], pages[r["page"]]["input"][: r["input_chars"]])
+                labels["cut_off"] = r["finish_reason"] == "length"
+                fh.write(json.dumps({"id": r["id"], "lang": r["lang"], "labels": labels, "figures": figures},
+                                    ensure_ascii=False) + "\n")
+        print(f"{len(rows)} page summaries labelled", file=sys.stderr)
 
 
 if __name__ == "__main__":
