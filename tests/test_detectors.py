@@ -156,6 +156,11 @@ def test_identical_lines_quoted_in_a_closed_code_block_are_a_warning_not_a_loop(
     # the same lines as prose, no block around them: the summarizer repeated itself
     assert "repetition" in kinds(spec + "Health check output while the database was down:\n" + log.replace("\n", " ") * 2
                                  + after)
+    # a fragment repeated inside one line of a closed block is a loop: SmolLM2 summarizing
+    # dpkg-shlibdeps(1) wrote `-f "package.yml"` 22 times in one command, closed the block, went on
+    out = next(r for r in map(json.loads, open(REAL / "model_pages.jsonl", encoding="utf-8"))
+               if r["id"] == "mp-sv-dpkg-shlibdeps.1")["output"]
+    assert out.count('-f "package.yml"') >= 20 and "repetition" in kinds(out)
 
 
 def _issue9_examples():

@@ -30,8 +30,9 @@ The decision, each rule a Settings field:
   copy (detectors/cutoff.py). Three whole lines that differ only in a version
   number (`ps2pdf12`, `ps2pdf13`, `ps2pdf14`: a real manual page) are a list.
 - Repeats that stop by themselves inside the summary are a loop at
-  `loop_min_share` of it with `loop_min_copies_inside` copies; less, or inside a
-  code block that closes after them (a quoted retry log), is a warning (`repetitive`).
+  `loop_min_share` of it with `loop_min_copies_inside` copies; less, or whole lines
+  repeated inside a code block that closes after them (a quoted retry log), is a
+  warning (`repetitive`).
 - A summary that repeats what its input itself repeats (a model copying a log of
   identical lines), or whose lines differing only in digits are each a line of the
   input (what an extractive summary picks), gets a warning, not a failure.
@@ -272,6 +273,20 @@ def _describe(unit: bytes) -> str:
     return unit[:200].decode("utf-8", "ignore").strip()[:50]
 
 
+def _line_run(content: str) -> int:
+    """The longest run of identical consecutive lines (digits set aside, spacing stripped)."""
+    best = run = 0
+    prev = None
+    for line in content.splitlines():
+        key = _DIGITS_RE.sub("0", line).strip()
+        if not key:
+            continue
+        run = run + 1 if key == prev else 1
+        prev = key
+        best = max(best, run)
+    return best
+
+
 def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: Optional[str]):
     """(loop?, unit, copies, at_end, share, finding-or-None) for one candidate stretch."""
     unit, copies, end = period(data, stretch.start, stretch.length, settings)
@@ -292,9 +307,11 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
             and _enough(copies, unit, True, settings)
         begin = end - copies * len(unit)
-        if loop and data.count(b"```", 0, begin) % 2 and data.find(b"```", end) >= 0:
-            # inside a code block that closes after them: quoted output (a log of identical
-            # retries), and a model that closed the block had not looped
+        if loop and data.count(b"```", 0, begin) % 2 and data.find(b"```", end) >= 0 \
+                and _line_run(content) >= max(2, copies - 1):
+            # whole lines repeated inside a code block that closes after them: quoted output
+            # (a log of identical retries). A fragment repeated inside a line (`-f "a.yml"`
+            # 22 times in one command, a real model loop) is no quotation.
             return False, unit, copies, at_end, share, Finding(
                 "repetitive", f"{_describe(unit)!r} repeated {copies} times inside a code block that closes after "
                 "them: quoted output", failure=False,

@@ -15,7 +15,8 @@ Sets, real data first (nobody on the project wrote their texts):
           except what real/human_labels.yaml says (checked by hand);
 - swapped: the model's sound outputs given another history in their language as input
           (the summary of another conversation: ungrounded, no drift);
-- pages:  the model's summaries of real manual pages (real/generate_pages.py) in the page's
+- pages:  the model's summaries of real manual pages (real/generate_pages.py): against their
+          page, labelled like the model set (loops, noise, emptiness, cut-offs); in the page's
           language, given another page as input (ungrounded, no drift);
 - pairs:  one human excerpt as the "summary" of another, in the same language (not
           drift; about something else: ungrounded, unless the two share a source file or
@@ -32,7 +33,8 @@ recall is the share of K-positive items reported as K. `cut_off` is a warning
 kind: its figures are shown, not held to a target.
 
 Targets (issue #9): no false alarm on the human text in any language; at most 0.5%
-false alarms per kind on every set; recall of at least 97% on the model's loops;
+false alarms per kind on every set; recall of at least 97% on the real model's loops (sets
+model and pages together);
 100% on the core forms (the hand-written failures the seed's rules were meant to
 catch); 90% on the hand-written real-world forms. Issue #12: not one false
 language_drift, ungrounded or invented_identifiers failure on any good set; recall of
@@ -212,10 +214,15 @@ def page_items() -> list:
         by_lang[p["lang"]].append(p)
     langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))
              if "page_language" in x}
-    sound = {x["id"] for x in map(json.loads, open(REAL / "page_labels.jsonl", encoding="utf-8"))
-             if not any(x["labels"][k] is not False for k in ("repetition", "empty", "garbled"))}
+    labels = {x["id"]: x["labels"] for x in map(json.loads, open(REAL / "page_labels.jsonl", encoding="utf-8"))}
+    sound = {i for i, x in labels.items() if not any(x[k] is not False for k in ("repetition", "empty", "garbled"))}
     items = []
     for r in map(json.loads, open(path, encoding="utf-8")):
+        # against its own page: loops, noise, emptiness and cut-offs, as label_model.py measured them
+        truth = {k: None for k in KINDS}
+        truth.update(labels[r["id"]])
+        own = by_id[r["page"]]
+        items.append(Item(r["id"], "pages", own["lang"], r["output"], truth, input_text=own["input"][:r["input_chars"]]))
         lab = langs.get(r["id"])
         if r["id"] not in sound or not lab or not lab["output_language"] \
                 or lab["output_language"] != lab["page_language"]:
@@ -480,9 +487,11 @@ def targets_missed(res: dict) -> list:
             c = _sum(cells, lambda s, lang, k: s == st and k == kind)
             if c["fa"]:
                 problems.append(f"{st}/{kind}: {c['fa']} false alarm(s) (target 0)")
-    loops = _sum(cells, lambda s, lang, k: s == "model" and k == "repetition")
+    # every labelled real-model loop: the model set's and the manual-page summaries' (each
+    # set's own figure is in the table)
+    loops = _sum(cells, lambda s, lang, k: s in ("model", "pages") and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
-        problems.append(f"model/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
+        problems.append(f"model+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
