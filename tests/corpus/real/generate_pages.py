@@ -12,7 +12,9 @@ sessions would store it.
 
     .venv/bin/python tests/corpus/real/generate_pages.py [--per-lang 8] [--out model_pages.jsonl]
 
-Resumable: pages already in the output file are skipped.
+Resumable: pages already in the output file are skipped. Each record keeps its prompt,
+temperature, seed and the characters of the page it was given (the committed file was made
+with --per-lang 8, then --per-lang 16: the later runs drew their settings in another order).
 """
 from __future__ import annotations
 
