@@ -80,11 +80,9 @@ def main() -> int:
             share = round(hit / total, 3) if total else None
         out.append({"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
                     "history_share_in_output_language": share, "lingua": lingua, "cld2": cld})
-    # the human excerpts too: a translated manual page keeps untranslated sections (an
-    # excerpt of a French page may be English); pairs of excerpts use these labels
-    for line in open(HERE / "human.jsonl", encoding="utf-8"):
-        r = json.loads(line)
-        text = prose(r["text"])
+    def both(text: str) -> tuple:
+        """(lingua's language, CLD2's) of a text's prose, each None when unsure or too short."""
+        text = prose(text)
         conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
         lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
         try:
@@ -92,6 +90,13 @@ def main() -> int:
             cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
         except pycld2.error:
             cld = None
+        return lingua, cld
+
+    # the human excerpts too: a translated manual page keeps untranslated sections (an
+    # excerpt of a French page may be English); pairs of excerpts use these labels
+    for line in open(HERE / "human.jsonl", encoding="utf-8"):
+        r = json.loads(line)
+        lingua, cld = both(r["text"])
         out.append({"id": r["id"], "file_language": norm(r["lang"]), "text_language": lingua if lingua == cld else None,
                     "lingua": lingua, "cld2": cld})
     # the model's summaries of manual pages (generate_pages.py): the output's language, and
@@ -99,14 +104,7 @@ def main() -> int:
     pages = HERE / "model_pages.jsonl"
     for line in (open(pages, encoding="utf-8") if pages.exists() else []):
         r = json.loads(line)
-        text = prose(r["output"])
-        conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
-        lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
-        try:
-            reliable, _, details = pycld2.detect(text) if conf else (False, 0, [])
-            cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
-        except pycld2.error:
-            cld = None
+        lingua, cld = both(r["output"])
         out.append({"id": r["id"], "page_language": norm(r["lang"]), "output_language": lingua if lingua == cld else None,
                     "lingua": lingua, "cld2": cld})
     with open(HERE / "language_labels.jsonl", "w", encoding="utf-8") as fh:
