@@ -535,20 +535,19 @@ def main(argv=None) -> int:
         c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
         if c["neg"]:
             print(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
-    for st in ("model", "pairs"):
-        c = _sum(res["cells"], lambda s, lang, k: s == st and k == "language_drift")
-        if c["pos"] and c["hit"] / c["pos"] < TARGET_DRIFT_RECALL:
-            print(f"\nnot yet held (issue #12 in progress): {st}/language_drift recall {c['hit']}/{c['pos']} "
-                  f"= {c['hit'] / c['pos']:.0%}, target {TARGET_DRIFT_RECALL:.0%}; the misses are tool-log "
-                  "histories partly in the summary's language, copies of a history's lines in another language, "
-                  "and loops")
-    for st in ("swapped", "pages", "pairs", "grounding"):
-        c = _sum(res["cells"], lambda s, lang, k: s == st and k == "ungrounded")
-        if c["pos"] and c["hit"] / c["pos"] < TARGET_UNGROUNDED_RECALL:
-            print(f"\nnot yet held (issue #12 in progress): {st}/ungrounded recall {c['hit']}/{c['pos']} "
-                  f"= {c['hit'] / c['pos']:.0%}, target {TARGET_UNGROUNDED_RECALL:.0%}: text about another "
-                  "subject in the same genre shares its vocabulary (files, options, commands); short ones are "
-                  "not judged")
+    short_of = (
+        ("language_drift", ("model", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
+         "summary's language, copies of a history's lines in another language, and loops"),
+        ("ungrounded", ("swapped", "pages", "pairs", "grounding"), TARGET_UNGROUNDED_RECALL, "text about another "
+         "subject in the same genre shares its vocabulary (files, options, commands); short ones are not judged"),
+    )
+    for kind, sets, target, why in short_of:
+        for st in sets:
+            c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
+            if c["pos"] and c["hit"] / c["pos"] < target:
+                sep = ";" if kind == "language_drift" else ":"
+                print(f"\nnot yet held (issue #12 in progress): {st}/{kind} recall {c['hit']}/{c['pos']} "
+                      f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
     if args.ungrounded_review:
         print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
         for it in items:
