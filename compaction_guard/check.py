@@ -20,6 +20,7 @@ from typing import Iterable, Iterator, Optional
 
 from .detectors import StaleTracker, detect_all
 from .detectors.lineage import LineageTracker
+from .detectors.overlap import Background
 from .detectors.storm import StormTracker
 from .findings import Result
 from .records import SummaryRecord
@@ -36,14 +37,15 @@ def _content(record: SummaryRecord) -> str:
     return c if isinstance(c, str) else ("" if c is None else str(c))
 
 
-def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False) -> tuple:
-    return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3)
+def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, background=None) -> tuple:
+    return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3,
+            background)
 
 
 def _detect(job) -> tuple:
     """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy,
     fidelity figures or None)."""
-    content, input_text, input_tokens, counter, settings, allow_own_l3 = job
+    content, input_text, input_tokens, counter, settings, allow_own_l3, background = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
         input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
@@ -51,7 +53,8 @@ def _detect(job) -> tuple:
     entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
     measures = {}
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text, measures=measures)
+                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
+                          background=background)
     return findings, output_tokens, input_tokens, entropy, (measures or None)
 
 
@@ -59,7 +62,7 @@ def _judge(sid: str, content, settings: Settings) -> list:
     """A stored summary's failure kinds on its text alone (a condensed summary's source
     that this check did not yield)."""
     content = content if isinstance(content, str) else ("" if content is None else str(content))
-    findings = _detect((content, None, None, "guard", settings, False))[0]
+    findings = _detect((content, None, None, "guard", settings, False, None))[0]
     return [f.kind for f in findings if f.failure]
 
 
@@ -68,9 +71,11 @@ def _detect_batch(jobs: list) -> list:
 
 
 def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Optional[StaleTracker] = None,
-                 allow_own_l3: bool = False) -> Result:
-    """Validate one record. Pass the same StaleTracker across records of one check."""
-    findings, output_tokens, input_tokens, entropy, fidelity = _detect(_job(record, settings, allow_own_l3))
+                 allow_own_l3: bool = False, background=None) -> Result:
+    """Validate one record. Pass the same StaleTracker across records of one check, and the
+    store's word frequencies (`background`, see background_of) when there are some."""
+    findings, output_tokens, input_tokens, entropy, fidelity = _detect(_job(record, settings, allow_own_l3,
+                                                                            background))
     findings += (stale or StaleTracker()).detect(record)
     return _result(record, findings, output_tokens, input_tokens, entropy, fidelity)
 
@@ -94,6 +99,31 @@ def validate(content: str, input: Optional[str] = None, input_tokens: Optional[i
     return check_record(rec, settings)
 
 
+def _read_ahead(records: Iterator, n: int) -> tuple:
+    """(the same records, the first n of them). A store that fails within the first n still
+    has what it yielded before checked; its error is raised where it happened."""
+    head = []
+    error = None
+    try:
+        for rec in itertools.islice(records, n):
+            head.append(rec)
+    except Exception as exc:      # noqa: BLE001 - re-raised in place, after the records read
+        error = exc
+    if error is None:
+        return itertools.chain(head, records), head
+
+    def fail():
+        raise error
+        yield  # pragma: no cover - makes this a generator
+    return itertools.chain(head, fail()), head
+
+
+def background_of(input_texts: Iterable[Optional[str]], settings: Settings = DEFAULT):
+    """A store's word frequencies (detectors.overlap.Background) from its input texts, or None
+    when fewer than `ungrounded_background_min_inputs` are known (a lone summary, a short session)."""
+    return Background.of(input_texts, settings.ungrounded_background_min_inputs)
+
+
 def auto_workers(expected_records: Optional[int] = None, expected_chars: Optional[int] = None) -> int:
     """Both cores pay for themselves above ~4,000 summaries or ~500,000 characters."""
     cpus = os.cpu_count() or 1
@@ -115,6 +145,13 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     storms = StormTracker(settings)
     lineage = LineageTracker(lambda sid, content: _judge(sid, content, settings), settings.max_stale_keys)
     primed = set()
+    # the store's word frequencies, from the input texts of its first records (read ahead,
+    # then checked like the rest): what the genre's words weigh in grounding
+    if isinstance(records, list):
+        head = records[:settings.ungrounded_background_inputs]
+    else:
+        records, head = _read_ahead(iter(records), settings.ungrounded_background_inputs)
+    background = background_of((r.input_text for r in head), settings)
 
     def finish(rec, outcome):
         findings, output_tokens, input_tokens, entropy, fidelity = outcome
@@ -133,13 +170,13 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
 
     if workers <= 1:
         for rec in records:
-            yield finish(rec, _detect(_job(rec, settings)))
+            yield finish(rec, _detect(_job(rec, settings, background=background)))
         return
     if isinstance(records, list):
         # records already in memory: the workers read them from the memory they inherit
         # when forked, and only slice bounds and findings cross the pipes
         global _SHARED
-        _SHARED = (records, settings)
+        _SHARED = (records, settings, background)
         try:
             yield from _pooled(workers, ((records[lo:lo + BATCH], _detect_slice, (lo, lo + BATCH))
                                          for lo in range(0, len(records), BATCH)), finish)
@@ -148,7 +185,8 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         return
     it = iter(records)
     batches = iter(lambda: list(itertools.islice(it, BATCH)), [])
-    yield from _pooled(workers, ((b, _detect_batch, [_job(r, settings) for r in b]) for b in batches), finish)
+    yield from _pooled(workers, ((b, _detect_batch, [_job(r, settings, background=background) for r in b])
+                                 for b in batches), finish)
 
 
 # Set just before the worker processes fork: they read the records from inherited memory.
@@ -156,8 +194,8 @@ _SHARED: tuple = ()
 
 
 def _detect_slice(bounds: tuple) -> list:
-    records, settings = _SHARED
-    return [_detect(_job(r, settings)) for r in records[bounds[0]:bounds[1]]]
+    records, settings, background = _SHARED
+    return [_detect(_job(r, settings, background=background)) for r in records[bounds[0]:bounds[1]]]
 
 
 def _pooled(workers: int, tasks, finish) -> Iterator[Result]:

@@ -176,6 +176,14 @@ class Settings:
     # off-topic pairs 73 of 161 at 0.25 or under
     ungrounded_confident_below_cjk: float = 0.25
     ungrounded_confidence_z: float = 2.33
+    # ... or, in a check of a store (not a lone summary), when at most this share of its
+    # distinct content units, each weighted by how rarely the store's inputs use it (inverse
+    # document frequency over the first ungrounded_background_inputs inputs, when there are
+    # ungrounded_background_min_inputs or more), occur in its input: the genre's words
+    # every input shares weigh little (tests/corpus/measure_store_idf.py).
+    ungrounded_max_weighted_support: float = 0.03
+    ungrounded_background_inputs: int = 256
+    ungrounded_background_min_inputs: int = 16
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
     # of the summary's identifiers found nowhere in the input; an input with this many

@@ -486,3 +486,27 @@ def test_a_real_output_stopped_inside_a_line_like_the_ones_before_is_cut_off():
         assert f.figures["sign"] == "short-item" and tail in f.reason
     output, history = _real_model_output("h119-uk-chat-r3")
     assert output.rstrip().endswith("```") and "cut_off" not in [f.kind for f in validate(output, input=history).findings]
+
+
+def test_in_a_store_the_genres_words_weigh_little():
+    """Real Spanish manual pages as a store: each overview with its own page, and ac(1)'s
+    overview with shuf(1)'s page. 17% of ac's words occur in shuf's page (files, options,
+    output: every page's words), so a lone check cannot tell; weighed by how rarely the
+    store's 16 inputs use them, 2%: ungrounded. The overviews of their own page stay valid."""
+    from compaction_guard import SummaryRecord, check_records
+    pages = [r for r in map(json.loads, open(REAL / "grounding.jsonl", encoding="utf-8")) if r["lang"] == "es"]
+    ac, shuf = _overview("gr-es-ac.1"), _overview("gr-es-shuf.1")
+    alone = validate(ac["summary"], input=shuf["input"])
+    assert "ungrounded" not in alone.failures and alone.fidelity["grounding"] > 0.1
+    records = [SummaryRecord(p["id"], p["summary"], "test", input_text=p["input"]) for p in pages]
+    records.append(SummaryRecord("ac<-shuf", ac["summary"], "test", input_text=shuf["input"]))
+    report = check_records(records, workers=1)
+    by_id = {r.id: r for r in report.results}
+    assert by_id["ac<-shuf"].failures == ["ungrounded"]
+    assert "how rarely this store's inputs use them" in by_id["ac<-shuf"].reasons["ungrounded"]
+    f = next(f for f in by_id["ac<-shuf"].findings if f.kind == "ungrounded")
+    assert f.figures["weighted_support"] <= 0.03 < f.figures["support"]
+    assert all("ungrounded" not in by_id[p["id"]].failures for p in pages)
+    # fewer inputs than ungrounded_background_min_inputs: no background, the lone rules only
+    few = check_records(records[:3] + records[-1:], workers=1)
+    assert "ungrounded" not in next(r for r in few.results if r.id == "ac<-shuf").failures

@@ -16,10 +16,12 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "groundin
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
-               allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None) -> list:
+               allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None,
+               background: Optional[overlap.Background] = None) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker.
     `measures`, when given, receives what was measured against the input (fidelity figures:
-    word overlap, grounding support, identifier retention), whatever was found."""
+    word overlap, grounding support, identifier retention), whatever was found. `background`:
+    the store's word frequencies (overlap.Background), in a check of a store."""
     findings = empty.detect(content, settings, input_tokens, input_text)
     if any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
@@ -41,6 +43,6 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         if measures is not None:
             measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
         findings += drift
-        findings += grounding.detect(content, settings, view, mine, same, measures, sview)
+        findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
     return findings

@@ -18,7 +18,10 @@ words) with `ungrounded_min_units` content units or more (a short summary is not
 or when one can be sure (`ungrounded_confidence_z`, 99%) that under
 `ungrounded_confident_below` (`_cjk`) of the summary's distinct content units come from the
 input: the Wilson upper bound of the share found weighs how many were judged (1 of 12 may
-be a short paraphrase, 1 of 49 hardly). Only when the summary is in the input's
+be a short paraphrase, 1 of 49 hardly); or, in a check of a store, when at most
+`ungrounded_max_weighted_support` of its distinct content units, each weighted by how
+rarely the store's inputs use it (overlap.Background), occur in the input: the words every
+input of an agent shares are its genre, not a subject. Only when the summary is in the input's
 language (shared function words above `language_same_overlap`, or fastText says so):
 a summary in another language shares no words with its input whatever it says, and
 language_drift speaks for it. Measured on real text (tests/corpus/evaluate.py, set
@@ -115,8 +118,25 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     return Support(share, n_units, shown, pairs / n_units if n_units else 0.0, distinct, t_total)
 
 
+def weighted_share(mine, have, common, background) -> Optional[float]:
+    """The share of the summary's distinct content units found in the input, each weighted
+    by its rarity among the store's inputs (overlap.Background); None without a background."""
+    if background is None:
+        return None
+    total = found = 0.0
+    for u in mine:
+        if u in common or (isinstance(u, bytes) and len(u) < 3):
+            continue
+        w = background.weight(u)
+        total += w
+        if u in have:
+            found += w
+    return found / total if total else None
+
+
 def detect(content: str, settings, view: Optional[InputView], mine, same_language: Optional[bool],
-           measures: Optional[dict] = None, summary_view: Optional[InputView] = None) -> list:
+           measures: Optional[dict] = None, summary_view: Optional[InputView] = None, background=None) -> list:
+    """`background`: the store's overlap.Background, in a check of a store (None for a lone summary)."""
     if view is None or not same_language:
         return []
     # CJK text is cut into character pairs, and unrelated texts of one language share more
@@ -133,13 +153,22 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
     cjk = sup.cjk >= 0.5
     limit = settings.ungrounded_max_support_cjk if cjk else settings.ungrounded_max_support
     bound = upper_bound(sup.distinct, sup.distinct_n, settings.ungrounded_confidence_z)
+    below = settings.ungrounded_confident_below_cjk if cjk else settings.ungrounded_confident_below
     figures = {"support": round(share, 3), "content_units": n, "distinct_support": round(sup.distinct, 3),
                "distinct_units": sup.distinct_n, "upper_bound": round(bound, 3), "not_in_input": missing}
+    # measured only when the other two rules do not settle it
+    weighted = weighted_share(mine, view.unit_set, common_units(), background) \
+        if share > limit and bound > below else None
+    if weighted is not None:
+        figures["weighted_support"] = round(weighted, 3)
     if share <= limit:
         why = f"only {share:.0%} of the summary's {n} content words occur in the history"
-    elif bound <= (settings.ungrounded_confident_below_cjk if cjk else settings.ungrounded_confident_below):
+    elif bound <= below:
         why = (f"only {sup.distinct:.0%} of the summary's {sup.distinct_n} distinct content words occur in the history "
                f"(at most {bound:.0%}, at the confidence ungrounded_confidence_z sets)")
+    elif weighted is not None and weighted <= settings.ungrounded_max_weighted_support:
+        why = (f"only {weighted:.0%} of the summary's content words occur in the history, each weighed by how rarely "
+               f"this store's inputs use them ({share:.0%} unweighted: the words they share are the genre's)")
     else:
         return []
     return [Finding("ungrounded", f"{why} (not in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about "

@@ -16,6 +16,7 @@ bigrams. Both sides are cut the same way, so what the cut misses it misses on bo
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from typing import Optional
@@ -149,3 +150,30 @@ def shared(mine: Counter, view: InputView) -> float:
         return 0.0
     have = view.unit_set
     return sum(c for u, c in mine.items() if u in have) / total
+
+
+class Background:
+    """How many of a store's inputs use each word unit (document frequency), from a sample
+    of them: the words most inputs share are the store's genre (an agent's vocabulary of
+    options, files and commands), the ones few use are what one conversation is about."""
+
+    __slots__ = ("counts", "n")
+
+    def __init__(self, counts: dict, n: int):
+        self.counts = counts
+        self.n = n
+
+    @classmethod
+    def of(cls, texts, min_inputs: int) -> Optional["Background"]:
+        """The background of `texts` (input texts), or None under `min_inputs` of them."""
+        counts = Counter()
+        n = 0
+        for t in texts:
+            if t:
+                counts.update(InputView(t).unit_set)
+                n += 1
+        return cls(dict(counts), n) if n >= min_inputs else None
+
+    def weight(self, unit) -> float:
+        """The unit's inverse document frequency: rare in the store, heavy."""
+        return math.log((self.n + 1) / (self.counts.get(unit, 0) + 0.5))

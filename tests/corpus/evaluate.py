@@ -27,6 +27,9 @@ Sets, real data first (nobody on the project wrote their texts):
 then the hand-written corpus, kept as regression tests (build.py): development
 (good.yaml), held-out, adversarial and fresh parts.
 
+Each set and language is checked as one store (store_verdict): grounding weighs words by
+how rarely that store's inputs use them, as a check of a real store does.
+
 Per kind, an item is positive (has that failure), negative, or unlabelled (left
 out). A false alarm is a failure of kind K reported on an item negative for K;
 recall is the share of K-positive items reported as K. `cut_off` is a warning
@@ -61,7 +64,7 @@ from build import build  # noqa: E402
 
 from compaction_guard import DEFAULT, FAILURE_KINDS  # noqa: E402
 from compaction_guard import seed_rules  # noqa: E402
-from compaction_guard.check import check_record  # noqa: E402
+from compaction_guard.check import background_of, check_record  # noqa: E402
 from compaction_guard.detectors import StaleTracker  # noqa: E402
 from compaction_guard.records import SummaryRecord  # noqa: E402
 from compaction_guard.tokens import seed_tokens  # noqa: E402
@@ -348,14 +351,25 @@ def all_items() -> list:
         + hand_items()
 
 
-def guard_verdict(item: Item, settings=DEFAULT) -> tuple:
-    """(kinds reported, {kind: reason})."""
+def store_verdict(items: list, settings=DEFAULT):
+    """guard_verdict as a check of a store sees each item: each set and language is one
+    store, whose inputs give the word frequencies grounding weighs words by."""
+    texts = defaultdict(set)
+    for it in items:
+        if it.input_text:
+            texts[(it.set, it.lang)].add(it.input_text)
+    backgrounds = {k: background_of(v, settings) for k, v in texts.items()}
+    return lambda item: guard_verdict(item, settings, backgrounds.get((item.set, item.lang)))
+
+
+def guard_verdict(item: Item, settings=DEFAULT, background=None) -> tuple:
+    """(kinds reported, {kind: reason}); `background`: the store's word frequencies, if any."""
     tracker = StaleTracker()
     for i, earlier in enumerate(item.context):
         tracker.detect(SummaryRecord(f"ctx{i}", earlier, stale_scope="dag"))
     rec = SummaryRecord(item.id, item.content, "corpus", input_text=item.input_text, input_tokens=item.input_tokens,
                         previous=item.previous, stale_scope="dag" if item.context else None)
-    res = check_record(rec, settings, tracker)
+    res = check_record(rec, settings, tracker, background=background)
     kinds = set(res.failures)
     reasons = dict(res.reasons)
     for f in res.findings:
@@ -510,7 +524,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     wanted = set(args.sets.split(","))
     items = [it for it in all_items() if it.set in wanted]
-    res = evaluate(items, guard_verdict)
+    res = evaluate(items, store_verdict(items))
     if args.json:
         out = {f"{s}|{lang}|{k}": {x: v for x, v in c.items()} for (s, lang, k), c in res["cells"].items()}
         print(json.dumps({"cells": out, "core": res["core"][:2], "hand_real": res["hand_real"][:2]}, indent=1))

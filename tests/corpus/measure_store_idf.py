@@ -1,4 +1,4 @@
-"""A measurement for the next step of `ungrounded` (issue #12), not a detector yet.
+"""The measurement behind `ungrounded`'s third rule (issue #12), in a check of a store.
 
 Every off-topic set here is "another text of the same genre": it shares the genre's
 vocabulary (options, files, commands) as much as a paraphrase shares its own page's.
