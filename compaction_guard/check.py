@@ -261,7 +261,8 @@ class CheckReport:
     def header(self) -> dict:
         return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
                 "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
-                "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback, "sources": self.sources, "notes": self.notes,
+                "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback,
+                "sources": self.sources, "notes": self.notes,
                 "session_warnings": self.session_warnings, "errors": self.errors}
 
     def to_dict(self) -> dict:

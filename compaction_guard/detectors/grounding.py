@@ -53,13 +53,19 @@ def common_units() -> frozenset:
     return frozenset(out)
 
 
+def is_content(unit, common) -> bool:
+    """A content unit: not among the most frequent words of any language, and (a word) of
+    3 bytes or more; every CJK pair counts."""
+    return unit not in common and not (isinstance(unit, bytes) and len(unit) < 3)
+
+
 def _content_share(mine, have, common) -> tuple:
     """(found, judged, a few not found, how many are CJK pairs, distinct found, distinct judged)
     over the summary's content units."""
     n = found = pairs = types = types_found = 0
     shown = []
     for u, c in mine.items():
-        if u in common or (isinstance(u, bytes) and len(u) < 3):
+        if not is_content(u, common):
             continue
         n += c
         types += 1
@@ -125,7 +131,7 @@ def weighted_share(mine, have, common, background) -> Optional[float]:
         return None
     total = found = 0.0
     for u in mine:
-        if u in common or (isinstance(u, bytes) and len(u) < 3):
+        if not is_content(u, common):
             continue
         w = background.weight(u)
         total += w

@@ -47,7 +47,7 @@ def main() -> int:
         view = overlap.InputView(it.input_text)
         mine = overlap.unit_counts(it.content)
         _, same = language.judge(it.content, DEFAULT, it.input_text, overlap=overlap.shared(mine, view))
-        units = [u for u in mine if not (u in common or (isinstance(u, bytes) and len(u) < 3))]
+        units = [u for u in mine if grounding.is_content(u, common)]
         if not same or len(units) < DEFAULT.ungrounded_min_units:
             continue
         counts, n = df[(it.set, it.lang)]
