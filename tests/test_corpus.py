@@ -22,6 +22,11 @@ def test_sets_are_what_they_claim():
     assert len(histories) >= 100
     # the model's loops are labelled, and there are enough of them to measure recall
     assert sum(1 for it in items if it.set == "model" and it.truth.get("repetition")) >= 50
+    # the later set (generate_openclaw.py): new histories, the prompts compactors send
+    later = [it for it in items if it.set == "openclaw"]
+    assert len(later) >= 180 and len({it.lang for it in later}) >= 10
+    assert not {it.input_text for it in later} & histories, "its histories are new"
+    assert sum(1 for it in later if it.truth.get("repetition")) >= 20
 
 
 def test_every_set_meets_the_targets():

@@ -10,6 +10,10 @@ Sets, real data first (nobody on the project wrote their texts):
 - model:  outputs of a real small model (SmolLM2-135M via xllamacpp) run as a
           summarizer (real/generate_model.py), labelled per kind by measured rules
           fixed before the detectors saw them (real/label_model.py);
+- openclaw: the same model given new histories and the two prompt shapes compactors
+          send (OpenClaw's structured checkpoint through pi, Claude Code's <analysis> then
+          <summary>), generated after the detectors were fixed (real/generate_openclaw.py),
+          labelled by the same rules: how the detectors hold on output they were not tuned on;
 - human:  real human text in 32 languages, cut to summary size (real/collect_human.py):
           Debian's translated man pages, reference and message catalogues; all good
           except what real/human_labels.yaml says (checked by hand);
@@ -37,7 +41,7 @@ kind: its figures are shown, not held to a target.
 
 Targets (issue #9): no false alarm on the human text in any language; at most 0.5%
 false alarms per kind on every set; recall of at least 97% on the real model's loops (sets
-model and pages together);
+model, openclaw and pages together);
 100% on the core forms (the hand-written failures the seed's rules were meant to
 catch); 90% on the hand-written real-world forms. Issue #12: not one false
 language_drift, ungrounded or invented_identifiers failure on any good set; recall of
@@ -72,6 +76,7 @@ from compaction_guard.tokens import seed_tokens  # noqa: E402
 TARGET_FALSE_ALARMS = 0.005
 # Reported but not held to the false-alarm target, with the reason printed each run.
 NOT_HELD = {
+    ("openclaw", "inflation"): "as for the set model",
     ("model", "inflation"): "labels count tokens with SmolLM2's own tokenizer, which spends 1.4x the guard's "
                             "estimate on English and 1.5-2.4x on the other 17 languages; an English summary of a "
                             "non-English history is measured larger by the guard than by that tokenizer",
@@ -130,13 +135,15 @@ def _truth_all(value: bool) -> dict:
     return {k: value for k in KINDS}
 
 
-def model_items() -> list:
-    """Real model outputs with their measured labels."""
-    outs = REAL / "model_outputs.jsonl"
-    labels = REAL / "model_labels.jsonl"
+def model_items(set_name: str = "model") -> list:
+    """Real model outputs with their measured labels: the set `model` (generate_model.py)
+    or `openclaw` (generate_openclaw.py, made after the detectors were fixed)."""
+    outs, labels, histories = (("model_outputs.jsonl", "model_labels.jsonl", "histories.jsonl") if set_name == "model"
+                               else ("model_openclaw.jsonl", "openclaw_labels.jsonl", "openclaw_histories.jsonl"))
+    outs, labels = REAL / outs, REAL / labels
     if not outs.exists() or not labels.exists():
         return []
-    hist = {h["id"]: h["text"] for h in map(json.loads, open(REAL / "histories.jsonl", encoding="utf-8"))}
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(REAL / histories, encoding="utf-8"))}
     lab = {x["id"]: x for x in map(json.loads, open(labels, encoding="utf-8"))}
     review = {}
     if (REAL / "model_review.yaml").exists():
@@ -169,7 +176,7 @@ def model_items() -> list:
         for k, v in (review.get(r["id"]) or {}).get("labels", {}).items():
             if k in ("ungrounded", "invented_identifiers"):
                 truth[k] = v
-        items.append(Item(r["id"], "model", r["lang"], r["output"], truth, input_text=hist[r["history"]]))
+        items.append(Item(r["id"], set_name, r["lang"], r["output"], truth, input_text=hist[r["history"]]))
     return items
 
 
@@ -342,12 +349,13 @@ def hand_items() -> list:
     return items
 
 
-SETS = ("model", "swapped", "pages", "human", "pairs", "grounding", "development", "held-out", "adversarial", "fresh")
+SETS = ("model", "openclaw", "swapped", "pages", "human", "pairs", "grounding", "development", "held-out", "adversarial",
+        "fresh")
 
 
 def all_items() -> list:
     models = model_items()
-    return models + swapped_items(models) + page_items() + human_items() + pair_items() + grounding_items() \
+    return models + model_items("openclaw") + swapped_items(models) + page_items() + human_items() + pair_items() + grounding_items() \
         + hand_items()
 
 
@@ -503,9 +511,9 @@ def targets_missed(res: dict) -> list:
                 problems.append(f"{st}/{kind}: {c['fa']} false alarm(s) (target 0)")
     # every labelled real-model loop: the model set's and the manual-page summaries' (each
     # set's own figure is in the table)
-    loops = _sum(cells, lambda s, lang, k: s in ("model", "pages") and k == "repetition")
+    loops = _sum(cells, lambda s, lang, k: s in ("model", "openclaw", "pages") and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
-        problems.append(f"model+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
+        problems.append(f"model+openclaw+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
@@ -550,7 +558,7 @@ def main(argv=None) -> int:
         if c["neg"]:
             print(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
     short_of = (
-        ("language_drift", ("model", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
+        ("language_drift", ("model", "openclaw", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
          "summary's language, copies of a history's lines in another language, and loops"),
         ("ungrounded", ("swapped", "pages", "pairs", "grounding"), TARGET_UNGROUNDED_RECALL, "text about another "
          "subject in the same genre shares its vocabulary (files, options, commands); short ones are not judged"),
@@ -565,7 +573,7 @@ def main(argv=None) -> int:
     if args.ungrounded_review:
         print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
         for it in items:
-            if it.set == "model" and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
+            if it.set in ("model", "openclaw") and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
                 print(f"  {it.id}: {it.content[:160]!r}\n      input: {it.input_text[:120]!r}")
     problems = targets_missed(res)
     if problems:

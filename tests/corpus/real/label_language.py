@@ -3,8 +3,8 @@
     pip install lingua-language-detector pycld2     # the labellers (not the guard's fastText)
     python3 tests/corpus/real/label_language.py     # writes language_labels.jsonl
 
-The model's summaries of manual pages (model_pages.jsonl) get their output's language the
-same way.
+The model's summaries of manual pages (model_pages.jsonl) and the later set
+(model_openclaw.jsonl, generate_openclaw.py) get their output's language the same way.
 
 Two identifiers that work differently from the guard's (fastText lid.176): lingua's
 n-gram models and Google's CLD2. An output gets a language only when both name the same
@@ -47,9 +47,10 @@ def main() -> int:
     from lingua import LanguageDetectorBuilder
     det = LanguageDetectorBuilder.from_all_languages().with_preloaded_language_models().build()
     out = []
-    hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "histories.jsonl", encoding="utf-8"))}
-    for line in open(HERE / "model_outputs.jsonl", encoding="utf-8"):
-        r = json.loads(line)
+
+    def label_output(r: dict, history: str) -> dict:
+        """A model output's language label (both identifiers agreeing), and when it differs
+        from its history's, the share of the history's lines in the output's language."""
         text = prose(r["output"])
         label = None
         if len(_LETTER.findall(text)) < 40:      # too few words to have a language
@@ -69,7 +70,7 @@ def main() -> int:
         share = None
         if label and label != norm(r["lang"]):
             total = hit = 0
-            for ln in hist.get(r["history"], "").splitlines():
+            for ln in history.splitlines():
                 w = prose(ln)
                 n = len(_LETTER.findall(w))
                 if n < 12:
@@ -78,8 +79,19 @@ def main() -> int:
                 total += n
                 hit += n if lang is not None and norm(lang.iso_code_639_1.name) == label else 0
             share = round(hit / total, 3) if total else None
-        out.append({"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
-                    "history_share_in_output_language": share, "lingua": lingua, "cld2": cld})
+        return {"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
+                "history_share_in_output_language": share, "lingua": lingua, "cld2": cld}
+
+    # the model's outputs (generate_model.py), then the later set (generate_openclaw.py)
+    for outputs, histories in (("model_outputs.jsonl", "histories.jsonl"),
+                               ("model_openclaw.jsonl", "openclaw_histories.jsonl")):
+        if not (HERE / outputs).exists():
+            continue
+        hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / histories, encoding="utf-8"))}
+        for line in open(HERE / outputs, encoding="utf-8"):
+            r = json.loads(line)
+            out.append(label_output(r, hist.get(r["history"], "")))
+
     def both(text: str) -> tuple:
         """(lingua's language, CLD2's) of a text's prose, each None when unsure or too short."""
         text = prose(text)

