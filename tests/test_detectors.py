@@ -163,6 +163,34 @@ def test_identical_lines_quoted_in_a_closed_code_block_are_a_warning_not_a_loop(
     assert out.count('-f "package.yml"') >= 20 and "repetition" in kinds(out)
 
 
+def _later_output(output_id: str) -> dict:
+    """A real output of the set made after the detectors were fixed (generate_openclaw.py)."""
+    return next(json.loads(x) for x in open(REAL / "model_openclaw.jsonl", encoding="utf-8") if f'"{output_id}"' in x)
+
+
+def test_a_loop_that_changes_its_unit_on_the_way_to_max_tokens_is_read_at_the_end():
+    """SmolLM2 given a French ticket listed dates until max_tokens: 17 full dates
+    (`2018-02-14 : `), then 12 shorter ones (`2022-17 : `). The end is the loop."""
+    out = _later_output("oc038-fr-ticket-r1")
+    assert out["finish_reason"] == "length"
+    r = validate(out["output"])
+    assert "repetition" in r.failures and r.findings[0].figures["runs_to_end"]
+
+
+def test_a_block_pasted_three_times_word_for_word_is_a_loop_even_when_variants_follow():
+    """SmolLM2 given a Turkish tool log wrote one 280-byte Python function three times
+    word for word (59% of the summary), then went on with variants of it until max_tokens:
+    a loop, and the text is also reported cut off (the loop does not reach its end)."""
+    out = _later_output("oc066-tr-tool-log-r1")
+    r = validate(out["output"])
+    assert "repetition" in r.failures
+    assert any(f.kind == "cut_off" for f in r.findings)
+    # three stanzas that differ in their numbers stay a list, not a loop: only their digits
+    # repeat, and fewer than loop_min_copies_inside times
+    stanzas = "".join(f"- host web-{i}: port 80{i}0, pool size {i}2, timeout 3{i} s, retries {i}\n" for i in (1, 2, 3))
+    assert validate("Gateway settings after the migration:\n" + stanzas + "All three were restarted at 09:12.").valid
+
+
 def _issue9_examples():
     import yaml
     from pathlib import Path

@@ -31,8 +31,10 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
     findings += garbled.detect(content, settings, entropy, input_text)
     findings += repetition.detect(content, settings, input_text)
-    if not any(f.kind == "repetition" for f in findings):
-        findings += cutoff.detect(content, settings)   # a loop is cut off too; the loop says more
+    if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
+        # a loop that runs to the end is cut off too, and says more; one that stopped
+        # inside the summary says nothing of how the summary ends
+        findings += cutoff.detect(content, settings)
     if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
         # noise and loops have no language to judge; the input's figures are measured once
         view = overlap.InputView(input_text)

@@ -29,8 +29,12 @@ The decision, each rule a Settings field:
   `loop_min_copies` times with digits changing when max_tokens cut the text inside a
   copy (detectors/cutoff.py). Three whole lines that differ only in a version
   number (`ps2pdf12`, `ps2pdf13`, `ps2pdf14`: a real manual page) are a list.
+  The unit is read where the text ends when copies of it reach the end (a loop may
+  change its unit on the way: 17 full dates, then 12 shorter ones).
 - Repeats that stop by themselves inside the summary are a loop at
-  `loop_min_share` of it with `loop_min_copies_inside` copies; less, or whole lines
+  `loop_min_share` of it with `loop_min_copies_inside` copies, or `loop_min_copies`
+  word for word of a unit of `loop_min_unit_bytes` or more (a function pasted three
+  times, then varied until max_tokens); less, or whole lines
   repeated inside a code block that closes after them (a quoted retry log), is a
   warning (`repetitive`).
 - A summary that repeats what its input itself repeats (a model copying a log of
@@ -43,6 +47,7 @@ the content.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import zlib
@@ -165,13 +170,16 @@ def _copies(data: bytes, p: int, at: int) -> tuple:
     return begin, end
 
 
-def period(data: bytes, start: int, length: int, settings) -> tuple:
+def period(data: bytes, start: int, length: int, settings, to_end: bool = False) -> tuple:
     """(unit, copies, end): the exact unit a stretch repeats, how many times it stands
     back to back (the copy before the stretch included), and where the copies end.
     A few points of the stretch are tried (its first block may hold the text before
     the loop; a sentence may repeat inside the unit), and the unit whose copies cover
-    the most is kept."""
+    the most is kept; with `to_end`, the one whose copies reach the end of the text
+    first, when one does (a loop that changed its unit on the way, `2018-02-14 : ` then
+    `2022-17 : `, ends in the last one: a loop stops only at max_tokens)."""
     best = (0, 0, 0, 0)        # covered, p, at, end
+    last = (0, 0, 0, 0)        # the same, of units whose copies reach the end
     offsets = {0, 8, 16, 32, 64, 128, length // 2, max(0, length - 48)}
     for off in sorted(o for o in offsets if o + 8 <= length and start + o + 8 <= len(data)):
         p, at = _unit_at(data, start + off, settings)
@@ -179,6 +187,11 @@ def period(data: bytes, start: int, length: int, settings) -> tuple:
             begin, end = _copies(data, p, at)
             if end - begin > best[0]:
                 best = (end - begin, p, at, end)
+            if to_end and end >= len(data) and end - begin > last[0]:
+                last = (end - begin, p, at, end)
+    if last[1] and last[1] != best[1] and _enough((last[0] + 2) // last[1], _rotate(data[last[2] - last[1]:last[2]]),
+                                                  True, settings):
+        best = last
     covered, p, at, end = best
     if not p:
         return b"", 0, start
@@ -232,6 +245,23 @@ def _word_for_word(content: str, settings) -> bool:
             unit, copies, end = period(raw, stretch.start, stretch.length, settings)
             if end >= len(raw) and _enough(copies, unit, False, settings):
                 return True
+    return False
+
+
+def _verbatim(content: str, unit: bytes, copies: int, begin: int, masked_size: int) -> bool:
+    """Whether the unit (digits set aside), whose copies start at `begin` in the masked
+    text of `masked_size` bytes, stands `copies` times back to back with its digits
+    unchanged too: word for word. Looked for in the text with its digits only where the
+    copies can be (masking shortens, so they start at `begin` or up to the bytes it removed
+    later)."""
+    raw = normalize(content, mask_digits=False)
+    grown = len(raw) - masked_size          # what the digits' runs add back, at most
+    window = begin + 2 * grown + (copies + 1) * len(unit)
+    pattern = re.compile(re.escape(unit).replace(b"0", rb"\d+"))
+    for m in itertools.islice(pattern.finditer(raw, begin, window), 16):      # each one a count of copies
+        begin, end = _copies(raw, len(m.group()), m.end())
+        if (end - begin + 2) // len(m.group()) >= copies:
+            return True
     return False
 
 
@@ -289,7 +319,8 @@ def _line_run(content: str) -> int:
 
 def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: Optional[str]):
     """(loop?, unit, copies, at_end, share, finding-or-None) for one candidate stretch."""
-    unit, copies, end = period(data, stretch.start, stretch.length, settings)
+    unit, copies, end = period(data, stretch.start, stretch.length, settings,
+                               to_end=stretch.start + stretch.length >= len(data))
     if not copies:
         return False, unit, 0, False, 0.0, None
     at_end = end >= len(data)
@@ -306,6 +337,13 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     else:
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
             and _enough(copies, unit, True, settings)
+        if not loop and share >= settings.loop_min_share and _enough(copies, unit, False, settings) \
+                and len(unit) >= settings.loop_min_unit_bytes \
+                and _verbatim(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data)):
+            # the seed's phrase three times word for word, back to back, over loop_min_share of
+            # the summary: a loop that went on with variants (a function pasted three times,
+            # then again with its body changing, until max_tokens)
+            loop, masked = True, False
         begin = end - copies * len(unit)
         if loop and data.count(b"```", 0, begin) % 2 and data.find(b"```", end) >= 0 \
                 and _line_run(content) >= max(2, copies - 1):
