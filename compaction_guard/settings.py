@@ -156,6 +156,15 @@ class Settings:
     # last this many characters: the fidelity checks' cost per summary stays bounded.
     max_input_chars: int = 200_000
 
+    # transcript (detectors/transcript.py, a warning): the history's speakers open at least
+    # transcript_min_label_lines of its lines with transcript_min_turn_chars characters after
+    # them on average; a summary with transcript_min_turns such lines, transcript_min_share
+    # of its lines, by transcript_min_speakers speakers or more, is the conversation itself.
+    transcript_min_label_lines: int = 2
+    transcript_min_turn_chars: int = 12
+    transcript_min_turns: int = 3
+    transcript_min_share: float = 0.5
+    transcript_min_speakers: int = 2
     # ungrounded (detectors/grounding.py): a summary in its input's language with at least
     # ungrounded_min_units content words of which at most this share (identifiers counted)
     # occur in the input. Real overviews of their own manual page: 0.04 at the lowest (one

@@ -538,3 +538,34 @@ def test_in_a_store_the_genres_words_weigh_little():
     # fewer inputs than ungrounded_background_min_inputs: no background, the lone rules only
     few = check_records(records[:3] + records[-1:], workers=1)
     assert "ungrounded" not in next(r for r in few.results if r.id == "ac<-shuf").failures
+
+
+# ------------------------------------------------------------------ transcript (a warning)
+def test_a_summary_that_replays_the_conversation_is_a_transcript_warning():
+    """SmolLM2 given a Polish tool log and OpenClaw's checkpoint prompt wrote three more
+    turns in the log's own shape (`user:`, `assistant: running ...`): no summary."""
+    out = _later_output("oc009-pl-tool-log-r0")
+    hist = next(json.loads(x)["text"] for x in open(REAL / "openclaw_histories.jsonl", encoding="utf-8")
+                if json.loads(x)["id"] == out["history"])
+    r = validate(out["output"], input=hist)
+    t = [f for f in r.findings if f.kind == "transcript"]
+    assert r.valid and t and t[0].figures["turns"] == 3 and set(t[0].figures["speakers"]) == {"user", "assistant"}
+    assert not any(f.kind == "transcript" for f in validate(out["output"]).findings), "no history, no speakers"
+
+
+def test_quoted_turns_keys_and_fallback_copies_are_not_a_transcript():
+    history = ("user: the nightly backup failed again, can you look at the logs?\n"
+               "assistant: running `journalctl -u backup -n 50`\n"
+               "tool: AccessDenied: backup-writer is not allowed to use key kms/prod-2026\n"
+               "assistant: the role lost its grant when the key was rotated on 2026-11-02\n"
+               "user: ok, grant it and run the job once by hand\n"
+               "alerting:\n  - name: backup_stale\n    for: 10m\n  - name: disk_full\n    for: 5m\n") * 2
+    quoted = ("The nightly backup failed with AccessDenied after the KMS key rotation on 2026-11-02.\n"
+              "user: ok, grant it and run the job once by hand\n"
+              "The grant was added to backup-writer and the job ran by hand at 09:12; it succeeded.")
+    keys = "Alert rules kept:\n  - name: backup_stale\n    for: 10m\n  - name: disk_full\n    for: 5m\n"
+    replay = "\n".join(history.splitlines()[:5])
+    fallback = replay + "\n[Truncated from 2,400 tokens]"
+    for text in (quoted, keys, fallback):
+        assert not any(f.kind == "transcript" for f in validate(text, input=history).findings), text
+    assert any(f.kind == "transcript" for f in validate(replay, input=history).findings)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, repetition
+from . import cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, repetition, \
+    transcript
 from .stale import StaleTracker
 
 __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "grounding", "identifiers", "inflation",
-           "language", "markers", "overlap", "repetition"]
+           "language", "markers", "overlap", "repetition", "transcript"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: float,
@@ -47,4 +48,5 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         findings += drift
         findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
+        findings += transcript.detect(content, settings, input_text)
     return findings
