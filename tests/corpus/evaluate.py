@@ -414,7 +414,7 @@ def evaluate(items: list, verdict) -> dict:
         got, why = verdict(it)
         reasons[(it.set, it.id)] = why
         is_good = not any(v for k, v in it.truth.items() if k not in WARNING_KINDS)
-        for kind in NOTED_KINDS:
+        for kind in NOTED_KINDS if it.input_text else ():      # each is judged against the history
             n = noted[(it.set, kind)]
             n[0] += 1
             n[2] += int(is_good)
@@ -559,8 +559,8 @@ def main(argv=None) -> int:
     if not args.json:
         for (st, kind), (n, with_it, n_good, good_with, ids) in sorted(res["noted"].items()):
             if with_it or st in ("grounding", "development", "held-out", "fresh", "adversarial"):
-                print(f"{kind} warnings (no set labels them) [{st}]: {with_it} of {n} items, {good_with} of {n_good} "
-                      f"good ones {_ids(ids, 3) if with_it else ''}")
+                print(f"{kind} warnings (no set labels them) [{st}]: {with_it} of {n} items with a history, {good_with} of "
+                      f"{n_good} good ones {_ids(ids, 3) if with_it else ''}")
     if args.seed:
         print()
         print(report(evaluate(items, seed_verdict), "the seed's literal rules, same items", by_lang=False))
