@@ -569,3 +569,37 @@ def test_quoted_turns_keys_and_fallback_copies_are_not_a_transcript():
     for text in (quoted, keys, fallback):
         assert not any(f.kind == "transcript" for f in validate(text, input=history).findings), text
     assert any(f.kind == "transcript" for f in validate(replay, input=history).findings)
+
+
+def _gpt2_bytes(text: str) -> str:
+    """Text as a byte-level BPE vocabulary prints its UTF-8 bytes (GPT-2's bytes_to_unicode)."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return "".join(table[b] for b in text.encode("utf-8"))
+
+
+def test_letters_of_turkish_and_polish_are_not_byte_level_pieces():
+    """`çı` (Turkish) is a letter pair: `ı` is a continuation byte in GPT-2's map, but `ç`
+    leads a three-byte character and takes two. SmolLM2 looping `konumun çıkarılığında` 33
+    times is a loop, not noise; a real byte-level leak of Japanese stays garbled."""
+    out = _later_output("ocb048-tr-email-r1")["output"]
+    assert validate(out).failures == ["repetition"]
+    assert validate("Zadanie: poprawić błędy w żądaniach i ścieżkach. Türkçe çıktı: ığdır, çığlık, açıklık; "
+                    "çıkış kodu 0, dağıtım tamamlandı.").valid
+    leak = _gpt2_bytes("設定ファイルを読み込めませんでした。再起動してください。") * 2
+    assert "garbled" in validate("Summary: " + leak).failures
+
+
+def test_a_short_summary_that_repeats_one_line_many_times_then_goes_on_is_a_loop():
+    """SmolLM2 given Dutch notes wrote `- ook-l, ook-l` 18 times under a heading, then the
+    next heading, in under 512 bytes; four quoted log lines that differ in their times are not."""
+    out = _later_output("ocb089-nl-notes-r0")["output"]
+    assert len(out.encode()) < 512 and "repetition" in validate(out).failures
+    log = "".join(f"- 10:0{i}:31 POST /hooks/github -> 503 Service Unavailable\n" for i in range(4))
+    assert validate("Webhook deliveries:\n" + log + "The receiver was cold-starting; min instances now 1.").valid

@@ -58,9 +58,14 @@ _CONT = "\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u01
 MOJIBAKE_RE = re.compile(
     f"[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}}"
 )
-# The same bytes as a byte-level BPE vocabulary prints them (GPT-2's byte map puts
-# 0x80-0xA0 and 0xAD at U+0100-U+0143): 'ãĥ¦' for one Japanese character.
-BPE_BYTES_RE = re.compile("[\u00c2-\u00f4][\u00a1-\u00ac\u00ae-\u00bf\u0100-\u0143]{1,3}")
+# The same bytes as a byte-level BPE vocabulary prints them: 'ãĥ¦' for one Japanese
+# character. GPT-2's byte map keeps 0xA1-0xAC and 0xAE-0xBF as themselves and puts the
+# other continuation bytes, 0x80-0xA0 and 0xAD, at U+0122-U+0143 (U+0100-U+0121 are
+# bytes 0x00-0x20 and 0x7F, never inside a character); a lead byte takes exactly its
+# count of them. Turkish `çığ` or Polish `ąę` are letters, not bytes: `ğ` is byte 0x1F.
+_BPE_CONT = "\u00a1-\u00ac\u00ae-\u00bf\u0122-\u0143"
+BPE_BYTES_RE = re.compile(
+    f"[\u00c2-\u00df][{_BPE_CONT}]|[\u00e0-\u00ef][{_BPE_CONT}]{{2}}|[\u00f0-\u00f4][{_BPE_CONT}]{{3}}")
 
 # Long base64-alphabet tokens with mixed case and digits: encoded blobs, random
 # keys. Hex-only strings (SHAs, UUIDs, hashes) never match: they lack mixed case.

@@ -370,7 +370,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         return []
     if n >= 2 * settings.loop_block_bytes:
         nov = measure(data, settings)
-    else:       # one block: only the end can loop (read below); the ratio is for the reason line
+    else:       # one block: the end is read below; the ratio is for the reason line
         nov = Novelty(n, 0.0, None, None)
     # Candidates. The end first: a loop stops only at max_tokens, so its unit is read
     # right there; a loop's last bytes stand one unit earlier too, so if they do not,
@@ -384,9 +384,19 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             candidates.append(nov.final)
     if nov.longest is not None and nov.longest is not nov.final and nov.longest.length >= settings.loop_min_share * n:
         candidates.append(nov.longest)
+    short = n < 2 * settings.loop_block_bytes
+    if short and not candidates:
+        # under two blocks, the whole text is the one stretch left to read: a line repeated
+        # loop_min_copies_short times or more back to back, then a heading (`- ook-l, ook-l`
+        # 18 times) is a loop; fewer (four log lines that differ in their times, a wrapped
+        # event quoted three times) are what a short summary quotes, and are not looked at
+        candidates.append(Stretch(0, n))
     warn = None
     for stretch in candidates:
         loop, unit, copies, at_end, share, note = _verdict(content, data, stretch, settings, input_text)
+        if short and stretch.start == 0 and stretch.length == n and not at_end \
+                and copies < settings.loop_min_copies_short:
+            continue
         if note is not None:
             return [note]
         looped = copies * len(unit)

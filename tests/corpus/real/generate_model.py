@@ -90,6 +90,19 @@ def make_history(rng: random.Random, lang: str, style: str, pool: list, hid: str
         elif style == "code-review":
             path = rng.choice(["src/gateway/router.ts", "compaction/store.py", "lib/session.go", "app/models/user.rb"])
             lines.append(f"{who} on {path}:{rng.randint(10, 400)} (PR #{rng.randint(100, 2999)}): {s}")
+        elif style == "json-log":       # one structured log record a line (generate_openclaw.py's second batch)
+            lines.append(json.dumps({"ts": f"2026-11-{rng.randint(1, 28):02d}T{hh:02d}:{mm:02d}:{rng.randint(0, 59):02d}Z",
+                                     "level": rng.choice(["info", "info", "warn", "error"]),
+                                     "svc": rng.choice(["gateway", "compactor", "billing", "auth"]), "msg": s},
+                                    ensure_ascii=False))
+        elif style == "email":
+            if i == 0:
+                lines.append(f"From: {who}@example.com\nTo: ops@example.com\nSubject: {ticket}\n")
+            lines.append(s if i % 4 else f"\n> {s}")
+        elif style == "notes":
+            if i % 4 == 0:
+                lines.append(f"\n## {rng.choice(['Context', 'Findings', 'Open questions', 'Plan'])}")
+            lines.append(f"- {s}")
         else:
             if i == 0:
                 lines.append("| time | host | status | note |\n|---|---|---|---|")
