@@ -24,7 +24,9 @@ def test_sets_are_what_they_claim():
     assert sum(1 for it in items if it.set == "model" and it.truth.get("repetition")) >= 50
     # the later set (generate_openclaw.py): new histories, the prompts compactors send
     later = [it for it in items if it.set == "openclaw"]
-    assert len(later) >= 180 and len({it.lang for it in later}) >= 10
+    assert len(later) >= 360 and len({it.lang for it in later}) >= 10
+    for shape in ("-json-log-", "-email-", "-notes-"):        # the second batch's shapes of history
+        assert sum(1 for it in later if shape in it.id) >= 30, shape
     assert not {it.input_text for it in later} & histories, "its histories are new"
     assert sum(1 for it in later if it.truth.get("repetition")) >= 20
 
