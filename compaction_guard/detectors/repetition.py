@@ -385,7 +385,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     if nov.longest is not None and nov.longest is not nov.final and nov.longest.length >= settings.loop_min_share * n:
         candidates.append(nov.longest)
     short = n < 2 * settings.loop_block_bytes
-    if short and not candidates:
+    if short and not candidates and content.count("\n") >= settings.loop_min_copies_short:
         # under two blocks, the whole text is the one stretch left to read: a line repeated
         # loop_min_copies_short times or more back to back, then a heading (`- ook-l, ook-l`
         # 18 times) is a loop; fewer (four log lines that differ in their times, a wrapped
