@@ -603,3 +603,15 @@ def test_a_short_summary_that_repeats_one_line_many_times_then_goes_on_is_a_loop
     assert len(out.encode()) < 512 and "repetition" in validate(out).failures
     log = "".join(f"- 10:0{i}:31 POST /hooks/github -> 503 Service Unavailable\n" for i in range(4))
     assert validate("Webhook deliveries:\n" + log + "The receiver was cold-starting; min instances now 1.").valid
+
+
+def test_a_json_logs_keys_and_levels_do_not_make_its_language_english():
+    """A Japanese JSON log (`"level": "info", "svc": "compactor", "msg": "…"`) is Japanese: its
+    keys and one-word values are the format. SmolLM2's English summary of one is drift; a
+    Japanese summary of it is not."""
+    out = _later_output("ocb024-ja-json-log-r0")
+    hist = next(json.loads(x)["text"] for x in open(REAL / "openclaw_histories.jsonl", encoding="utf-8")
+                if json.loads(x)["id"] == out["history"])
+    assert "language_drift" in validate(out["output"], input=hist).failures
+    ja = "ログによると、compactor の処理中に設定ファイルの読み込みに失敗し、gateway が再試行を繰り返していました。"
+    assert "language_drift" not in validate(ja, input=hist).failures

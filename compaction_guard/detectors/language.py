@@ -79,7 +79,9 @@ _SPEAKER_RE = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?[^\s:]{1,24}:(
 
 
 def words(text: str) -> str:
-    """The text's words: speaker labels, code, URLs, paths, identifiers and numbers set aside."""
+    """The text's words: speaker labels, code, URLs, paths, identifiers, numbers, and JSON keys
+    and one-word values (`"level": "info",`: a log's format, English whatever language its
+    messages are in) set aside."""
     if "`" in text:
         text = _CODE_RE.sub(" ", text)
     if ":" in text:
@@ -87,6 +89,8 @@ def words(text: str) -> str:
     # tokens holding a marker byte are dropped: the markers are ASCII, so UTF-8 letters pass
     # untouched, and the test is a byte search per token (a regex per token costs 10x)
     toks = text.encode("utf-8", "surrogatepass").translate(_MARK).split()
+    if '"' in text:
+        toks = [t for t in toks if not (t.endswith(b'":') or (t[:1] == b'"' and t.endswith(b'",')))]
     return b" ".join(t for t in toks if 1 not in t).decode("utf-8", "surrogatepass")
 
 
