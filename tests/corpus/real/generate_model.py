@@ -166,29 +166,39 @@ def main() -> None:
         runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
                      "prompt": rng.choice(list(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
                      "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
-    done = set()
-    if os.path.exists(args.out):
-        done = {json.loads(x)["id"] for x in open(args.out, encoding="utf-8") if x.strip()}
     hist_file = HERE / "histories.jsonl"
     with open(hist_file, "w", encoding="utf-8") as fh:
         for hid, lang, style, hist in histories:
             fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
+    generate(runs, histories, args.out,
+             lambda run, hist, tokens: messages(run["prompt"], hist, max(32, tokens // 4)))
+
+
+def generate(runs: list, histories: list, out_path, make_messages) -> None:
+    """Each run not yet in `out_path` (resumable): the messages `make_messages(run, history,
+    history's tokens)` sent to the local model, its reply recorded as it came, with its
+    finish_reason and both sides' tokens by the model's own tokenizer."""
+    done = set()
+    if os.path.exists(out_path):
+        done = {json.loads(x)["id"] for x in open(out_path, encoding="utf-8") if x.strip()}
     server = Server()
     hist_tokens = {}
     by_id = {h[0]: h for h in histories}
     t0 = time.time()
-    with open(args.out, "a", encoding="utf-8") as out:
+    with open(out_path, "a", encoding="utf-8") as out:
         for n, run in enumerate(runs):
             if run["id"] in done:
                 continue
             hid, lang, style, hist = by_id[run["history"]]
             if hid not in hist_tokens:
                 hist_tokens[hid] = server.tokens(hist)
-            target = max(32, hist_tokens[hid] // 4)
-            body = {"messages": messages(run["prompt"], hist, target), "max_tokens": run["max_tokens"],
+            body = {"messages": make_messages(run, hist, hist_tokens[hid]), "max_tokens": run["max_tokens"],
                     "temperature": run["temperature"], "seed": run["seed"], "stream": False}
             t = time.time()
             data = server.post("/v1/chat/completions", body)
+            if "choices" not in data:
+                print(f"{run['id']}: {str(data)[:200]}", file=sys.stderr)
+                continue
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
             rec = dict(run, output=text, finish_reason=choice.get("finish_reason"),
@@ -198,7 +208,6 @@ def main() -> None:
             out.flush()
             if n % 20 == 0:
                 print(f"{n}/{len(runs)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
-
 
 if __name__ == "__main__":
     main()

