@@ -132,6 +132,9 @@ class Server:
     def tokens(self, text: str) -> int:
         return len(self.post("/tokenize", {"content": text}).get("tokens", []))
 
+    def close(self) -> None:
+        self.local.close()
+
 
 def messages(prompt: str, history: str, target: int) -> list:
     if prompt == "guard-l1":
@@ -149,29 +152,39 @@ def main() -> None:
     ap.add_argument("--histories", type=int, default=120)
     ap.add_argument("--out", default=str(HERE / "model_outputs.jsonl"))
     args = ap.parse_args()
-    rng = random.Random(9)
-    human = [json.loads(x) for x in open(HERE / "human.jsonl", encoding="utf-8")]
-    pools = {}
-    for r in human:
-        pools.setdefault(r["lang"], []).extend(sentences(r["text"]))
-    histories = []
-    for i in range(args.histories):
-        lang = LANGS[i % len(LANGS)]
-        style = STYLES[(i // len(LANGS) + i) % len(STYLES)]
-        hid = f"h{i:03d}-{lang}-{style}"
-        histories.append((hid, lang, style, make_history(rng, lang, style, pools[lang], hid)))
-    runs = []
-    for k in range(args.n):
-        hid, lang, style, hist = histories[k % len(histories)]
-        runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
-                     "prompt": rng.choice(list(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
-                     "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
+    histories, runs = plan(random.Random(9), args.histories, args.n, STYLES, "h", list(PROMPTS), TEMPERATURES,
+                           MAX_TOKENS)
     hist_file = HERE / "histories.jsonl"
     with open(hist_file, "w", encoding="utf-8") as fh:
         for hid, lang, style, hist in histories:
             fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
     generate(runs, histories, args.out,
              lambda run, hist, tokens: messages(run["prompt"], hist, max(32, tokens // 4)))
+
+
+def plan(rng: random.Random, n_histories: int, n_runs: int, styles: list, prefix: str, prompts: list,
+         temperatures: list, max_tokens: list, shift: int = 0) -> tuple:
+    """(histories, runs): n_histories histories over LANGS in turn, each in a style taken in
+    turn (`shift` places on), made of real sentences (human.jsonl); n_runs runs over them in
+    turn, each with a prompt, temperature, max_tokens and seed drawn from `rng`, in that order
+    (the committed outputs depend on it)."""
+    human = [json.loads(x) for x in open(HERE / "human.jsonl", encoding="utf-8")]
+    pools = {}
+    for r in human:
+        pools.setdefault(r["lang"], []).extend(sentences(r["text"]))
+    histories = []
+    for i in range(n_histories):
+        lang = LANGS[i % len(LANGS)]
+        style = styles[(i // len(LANGS) + i + shift) % len(styles)]
+        hid = f"{prefix}{i:03d}-{lang}-{style}"
+        histories.append((hid, lang, style, make_history(rng, lang, style, pools[lang], hid)))
+    runs = []
+    for k in range(n_runs):
+        hid, lang, style, hist = histories[k % len(histories)]
+        runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
+                     "prompt": rng.choice(prompts), "temperature": rng.choice(temperatures),
+                     "max_tokens": rng.choice(max_tokens), "seed": rng.randint(1, 10 ** 6)})
+    return histories, runs
 
 
 def generate(runs: list, histories: list, out_path, make_messages) -> None:
@@ -181,14 +194,22 @@ def generate(runs: list, histories: list, out_path, make_messages) -> None:
     done = set()
     if os.path.exists(out_path):
         done = {json.loads(x)["id"] for x in open(out_path, encoding="utf-8") if x.strip()}
+    todo = [run for run in runs if run["id"] not in done]
+    if not todo:
+        return
     server = Server()
+    try:
+        _generate(server, todo, histories, out_path, make_messages)
+    finally:
+        server.close()
+
+
+def _generate(server, runs: list, histories: list, out_path, make_messages) -> None:
     hist_tokens = {}
     by_id = {h[0]: h for h in histories}
     t0 = time.time()
     with open(out_path, "a", encoding="utf-8") as out:
         for n, run in enumerate(runs):
-            if run["id"] in done:
-                continue
             hid, lang, style, hist = by_id[run["history"]]
             if hid not in hist_tokens:
                 hist_tokens[hid] = server.tokens(hist)

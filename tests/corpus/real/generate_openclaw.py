@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from generate_model import LANGS, STYLES, generate, make_history, sentences  # noqa: E402
+from generate_model import STYLES, generate, plan  # noqa: E402
 
 PROMPTS = {
     "checkpoint": (
@@ -73,24 +73,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1, help="2: another seed, ids `ocb...`, and three shapes of "
                     "history the detectors never saw (JSON log lines, an e-mail thread, Markdown notes)")
     args = ap.parse_args()
-    rng = random.Random(2026 if args.batch == 1 else 2026 + args.batch)
     styles, prefix = (STYLES, "oc") if args.batch == 1 else (["json-log", "email", "notes"], f"oc{'b' * (args.batch - 1)}")
-    human = [json.loads(x) for x in open(HERE / "human.jsonl", encoding="utf-8")]
-    pools = {}
-    for r in human:
-        pools.setdefault(r["lang"], []).extend(sentences(r["text"]))
-    histories = []
-    for i in range(args.histories):
-        lang = LANGS[i % len(LANGS)]
-        style = styles[(i // len(LANGS) + i + 2) % len(styles)]
-        hid = f"{prefix}{i:03d}-{lang}-{style}"
-        histories.append((hid, lang, style, make_history(rng, lang, style, pools[lang], hid)))
-    runs = []
-    for k in range(args.n):
-        hid, lang, style, hist = histories[k % len(histories)]
-        runs.append({"id": f"{hid}-r{k // len(histories)}", "history": hid, "lang": lang, "style": style,
-                     "prompt": rng.choice(sorted(PROMPTS)), "temperature": rng.choice(TEMPERATURES),
-                     "max_tokens": rng.choice(MAX_TOKENS), "seed": rng.randint(1, 10 ** 6)})
+    histories, runs = plan(random.Random(2026 if args.batch == 1 else 2026 + args.batch), args.histories, args.n,
+                           styles, prefix, sorted(PROMPTS), TEMPERATURES, MAX_TOKENS, shift=2)
     hist_file = HERE / "openclaw_histories.jsonl"       # every batch's histories, each once, in the order made
     rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
     mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
