@@ -100,22 +100,23 @@ def label(rec: dict, history: str) -> dict:
             "figures": dict(figures, output_tokens=ot, input_tokens=it)}
 
 
-def main() -> None:
-    hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "histories.jsonl", encoding="utf-8"))}
-    rows = [json.loads(x) for x in open(HERE / "model_outputs.jsonl", encoding="utf-8") if x.strip()]
-    with open(HERE / "model_labels.jsonl", "w", encoding="utf-8") as fh:
+def label_file(outputs: str, histories: str, labels: str) -> int:
+    """Label every output of `outputs` against its history; write `labels`; how many."""
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / histories, encoding="utf-8"))}
+    rows = [json.loads(x) for x in open(HERE / outputs, encoding="utf-8") if x.strip()]
+    with open(HERE / labels, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
-    print(f"{len(rows)} outputs labelled", file=sys.stderr)
+    return len(rows)
+
+
+def main() -> None:
+    n = label_file("model_outputs.jsonl", "histories.jsonl", "model_labels.jsonl")
+    print(f"{n} outputs labelled", file=sys.stderr)
     # the later set (generate_openclaw.py: the prompts compactors send), by the same rules
-    oc_out = HERE / "model_openclaw.jsonl"
-    if oc_out.exists():
-        hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / "openclaw_histories.jsonl", encoding="utf-8"))}
-        rows = [json.loads(x) for x in open(oc_out, encoding="utf-8") if x.strip()]
-        with open(HERE / "openclaw_labels.jsonl", "w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(label(r, hist[r["history"]]), ensure_ascii=False) + "\n")
-        print(f"{len(rows)} outputs of the later set labelled", file=sys.stderr)
+    if (HERE / "model_openclaw.jsonl").exists():
+        n = label_file("model_openclaw.jsonl", "openclaw_histories.jsonl", "openclaw_labels.jsonl")
+        print(f"{n} outputs of the later set labelled", file=sys.stderr)
     # the model's summaries of manual pages (generate_pages.py), against the page it was given
     pages_out = HERE / "model_pages.jsonl"
     if pages_out.exists():
