@@ -259,8 +259,8 @@ def _verbatim(content: str, unit: bytes, copies: int, begin: int, masked_size: i
     window = begin + 2 * grown + (copies + 1) * len(unit)
     pattern = re.compile(re.escape(unit).replace(b"0", rb"\d+"))
     for m in itertools.islice(pattern.finditer(raw, begin, window), 16):      # each one a count of copies
-        begin, end = _copies(raw, len(m.group()), m.end())
-        if (end - begin + 2) // len(m.group()) >= copies:
+        first, last = _copies(raw, len(m.group()), m.end())
+        if (last - first + 2) // len(m.group()) >= copies:
             return True
     return False
 
@@ -368,7 +368,8 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     n = len(data)
     if n < settings.loop_min_bytes:
         return []
-    if n >= 2 * settings.loop_block_bytes:
+    short = n < 2 * settings.loop_block_bytes
+    if not short:
         nov = measure(data, settings)
     else:       # one block: the end is read below; the ratio is for the reason line
         nov = Novelty(n, 0.0, None, None)
@@ -384,18 +385,18 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
             candidates.append(nov.final)
     if nov.longest is not None and nov.longest is not nov.final and nov.longest.length >= settings.loop_min_share * n:
         candidates.append(nov.longest)
-    short = n < 2 * settings.loop_block_bytes
+    whole = None
     if short and not candidates and content.count("\n") >= settings.loop_min_copies_short:
         # under two blocks, the whole text is the one stretch left to read: a line repeated
         # loop_min_copies_short times or more back to back, then a heading (`- ook-l, ook-l`
         # 18 times) is a loop; fewer (four log lines that differ in their times, a wrapped
         # event quoted three times) are what a short summary quotes, and are not looked at
-        candidates.append(Stretch(0, n))
+        whole = Stretch(0, n)
+        candidates.append(whole)
     warn = None
     for stretch in candidates:
         loop, unit, copies, at_end, share, note = _verdict(content, data, stretch, settings, input_text)
-        if short and stretch.start == 0 and stretch.length == n and not at_end \
-                and copies < settings.loop_min_copies_short:
+        if stretch is whole and not at_end and copies < settings.loop_min_copies_short:
             continue
         if note is not None:
             return [note]
