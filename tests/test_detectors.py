@@ -253,6 +253,19 @@ def test_chat_template_tokens_leaking_are_garbled_unless_quoted():
     assert validate("Gemma wrote <end_of_turn> twice.", input="user: why does Gemma write <end_of_turn>?").valid
 
 
+def test_html_markup_is_structure_not_random_symbols():
+    # Gemma 3 writes HTML (`<strong>`, `<code>`, `<i>`) where others write Markdown
+    html = ("<strong>Summary</strong>: the <code>/home/user</code> directory holds the <i>config</i> files; "
+            "<b>backup.sh</b> failed at <code>02:00</code> with <i>AccessDenied</i> on <code>s3://acme/nightly</code>.")
+    assert "garbled" not in kinds(html)
+    # a real loop of tags (gemma set, gm028-it-email-r1) is a loop, not noise
+    loop = "- The \"i\" in the <i>i</i> of <i>i</i> in the <i>i</i>.\n" + \
+        "- The <i>i</i> in the <i>i</i> in the <i>i</i> in the <i>i</i> in the <i>i</i>.\n" * 12
+    assert kinds(loop) == ["repetition"]
+    # random symbols inside tags are still noise
+    assert "garbled" in kinds("<i>{#$}</i> x7#Kp!q2@Lm9$ vB&w3*Zr^ 8(Tq)Nf+ 2{Hs}Jd= k|Y4<eR> 9~Ua`Wc; 0?Xg,Pm: i%Ob&5Lq")
+
+
 # ------------------------------------------------------------------ language_drift (issue #12, part)
 ZH_HISTORY = ("用户：我们的夜间备份任务又失败了，你能看看吗？\n助手：backup.sh 从 2026-11-02 开始在 s3://acme-backups/nightly "
               "上报 AccessDenied。\n用户：那正是我们轮换 KMS 密钥的时候。\n助手：是的，backup-writer 角色对新密钥 "

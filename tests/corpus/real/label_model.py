@@ -27,7 +27,7 @@ outputs (see the git history of this file):
   writes nonsense in real words, which is not noise (#12's grounding is for that).
 
     .venv/bin/python tests/corpus/real/label_model.py   # writes model_labels.jsonl (page_labels.jsonl,
-                                                        # openclaw_labels.jsonl)
+                                                        # openclaw_labels.jsonl, gemma_labels.jsonl)
 """
 from __future__ import annotations
 
@@ -117,6 +117,10 @@ def main() -> None:
     if (HERE / "model_openclaw.jsonl").exists():
         n = label_file("model_openclaw.jsonl", "openclaw_histories.jsonl", "openclaw_labels.jsonl")
         print(f"{n} outputs of the later set labelled", file=sys.stderr)
+    # another model family (generate_gemma.py: Gemma 3 270M), by the same rules
+    if (HERE / "model_gemma.jsonl").exists():
+        n = label_file("model_gemma.jsonl", "gemma_histories.jsonl", "gemma_labels.jsonl")
+        print(f"{n} outputs of the other model family labelled", file=sys.stderr)
     # the model's summaries of manual pages (generate_pages.py), against the page it was given
     pages_out = HERE / "model_pages.jsonl"
     if pages_out.exists():
