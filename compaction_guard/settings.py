@@ -131,6 +131,9 @@ class Settings:
     # language_drift (detectors/language.py): each side needs this many letters (code,
     # paths, identifiers and numbers set aside) and its top language this probability.
     language_min_letters: int = 40
+    # A summary whose loop covers this share or more has no language to judge (its loop
+    # says why it failed); under it, the rest is text, and its language is judged.
+    language_max_loop_share: float = 0.5
     language_min_confidence: float = 0.6
     # ... and neither side may give the other side's language more than this probability (a
     # history of tool logs gives English ~10%: their scaffolding. Measured 0.05 / 0.1 / 0.25: no

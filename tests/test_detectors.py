@@ -272,6 +272,20 @@ ZH_HISTORY = ("用户：我们的夜间备份任务又失败了，你能看看�
               "alias/backup-2026 没有授权。\n用户：请修复并手动运行一次备份。\n") * 3
 
 
+def test_a_loop_over_part_of_a_summary_leaves_its_language_judged():
+    # a real form (openclaw set, ocb076-ru-email-r1): a paragraph in the wrong language, then
+    # the model loops on `0,` until max_tokens; both failures are said
+    prose = ("The nightly backup fails with AccessDenied since the KMS key rotation. The backup-writer role "
+             "needs a grant on the new key before the job can run again, and the user asked for one manual "
+             "run once the grant is in place. Nothing else was changed in the pipeline or its schedule. ") * 2
+    part = validate(prose + "0, " * 150, input=ZH_HISTORY)
+    assert part.failures == ["repetition", "language_drift"]
+    assert validate(prose).valid
+    # a loop over most of the summary has no language to judge: the loop says why it failed
+    most = validate(prose[:300] + "0, " * 200, input=ZH_HISTORY * 3)
+    assert most.failures == ["repetition"]
+
+
 def test_an_english_summary_of_a_chinese_history_is_language_drift():
     r = validate("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
                  "needs a grant on alias/backup-2026, then run backup.sh once by hand.", input=ZH_HISTORY)

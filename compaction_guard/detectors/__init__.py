@@ -36,16 +36,24 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends
         findings += cutoff.detect(content, settings)
-    if input_text and not any(f.kind in ("garbled", "repetition") for f in findings if f.failure):
-        # noise and loops have no language to judge; the input's figures are measured once
+    # noise has no language to judge, nor a loop over most of the summary; a loop over less
+    # leaves text in a language (an English paragraph then `0,` 200 times, of a Russian
+    # history, is both). What it is about is judged only without either.
+    looped = max((f.figures.get("loop_share", 1.0) for f in findings if f.failure and f.kind == "repetition"),
+                 default=None)
+    if input_text and not any(f.failure and f.kind == "garbled" for f in findings) \
+            and (looped is None or looped < settings.language_max_loop_share):
+        # the input's figures are measured once
         view = overlap.InputView(input_text)
-        sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
         mine = overlap.unit_counts(content)
         share = overlap.shared(mine, view)
         drift, same = language.judge(content, settings, input_text, overlap=share)
         if measures is not None:
             measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
         findings += drift
+        if looped is not None:
+            return findings
+        sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
         findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
         findings += transcript.detect(content, settings, input_text)
