@@ -29,6 +29,11 @@ class Settings:
     empty_grounded_min_words: int = 4
     # The OpenClaw "No prior history." skeleton is a failure only over real history.
     skeleton_min_input_tokens: int = 20
+    # An unfilled template: at least this many lines that are only a bracketed placeholder
+    # (`- [what the user is trying to do]`), at least this share of the content lines (the
+    # prompt's format echoed, not filled in).
+    empty_min_placeholders: int = 3
+    empty_placeholder_share: float = 0.5
 
     # --- inflation -------------------------------------------------------------
     # Seed: summary tokens above input tokens. Ratio of output to input tokens.

@@ -244,6 +244,42 @@ def test_template_of_nothing_in_other_languages(template):
     assert kinds(template, input=ENGLISH * 4) == ["empty"]
 
 
+UNFILLED = """Based on the conversation, here's a structured summary:
+
+## Goal
+[what the user is trying to do]
+
+## Constraints & Preferences
+- [constraints or preferences the user stated, or "(none)"]
+
+## Progress
+### Done
+- [x] [completed work]
+
+### In Progress
+- [ ] [current work]
+
+## Key Decisions
+- **[decision]**: [why]
+"""
+
+
+def test_an_unfilled_template_is_empty():
+    # real outputs of both model families tried (openclaw set oc050-ar-table-r0, gemma set
+    # gm036-en-notes-r0): the prompt's checkpoint format written back, placeholders left in
+    r = validate(UNFILLED, input=ENGLISH * 3)
+    assert r.failures == ["empty"] and "unfilled template: 5 of its 6 lines" in r.reasons["empty"]
+    # filled in, with checkboxes, links and one bracketed aside: a summary
+    filled = ("## Goal\nFix the 401 on /api/login after the [auth service](https://wiki/auth) refactor.\n\n"
+              "## Progress\n- [x] Reproduced the 401 with the expired refresh token\n- [ ] [WIP] patch the token "
+              "refresh in auth/session.py\n\n## Key Decisions\n- **Keep JWT**: the mobile app depends on it\n"
+              "[see the runbook] for the rollback steps.")
+    assert validate(filled).valid
+    # a conversation about the template itself: its placeholders are the input's
+    talk = "user: the checkpoint template has " + UNFILLED
+    assert "empty" not in validate(UNFILLED, input=talk).failures
+
+
 def test_chat_template_tokens_leaking_are_garbled_unless_quoted():
     leak = "The user asked about the migration.<|im_end|>\n<|im_start|>assistant\nThe user asked about it again."
     assert kinds(leak) == ["garbled"]

@@ -32,6 +32,9 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
     findings += garbled.detect(content, settings, entropy, input_text)
     findings += repetition.detect(content, settings, input_text)
+    if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):
+        # the prompt's template echoed with its placeholders (noise and loops say more)
+        findings += empty.unfilled_template(content, settings, input_text)
     if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends

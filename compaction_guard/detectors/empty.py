@@ -169,6 +169,44 @@ def _is_skeleton(text: str) -> bool:
     return bool(headings) and bool(body) and all(SKELETON_BODY_RE.match(ln) for ln in body)
 
 
+# An unfilled template: the prompt's format written back with its placeholders, not filled
+# in (`## Goal` / `[what the user is trying to do]`, `- [ ] [current work]`,
+# `- **[decision]**: [why]`): real small models of both families tried do it, in any
+# language of the history, since the template is the prompt's. A placeholder line is one
+# whose whole body, after a list mark, a checkbox or a bold label, is one bracketed phrase
+# (not a link: `[text](url)`); a content line is any line with a letter that is not a
+# heading, a label or a lone tag (`<conversation>`).
+_ITEM_MARK_RE = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)?(?:\[[ xX]\]\s+)?(?:\*\*\[[^\]\n]*\]\*\*\s*:?\s*)?")
+_PLACEHOLDER_LINE_RE = re.compile(r"\[([^\[\]\n]*[^\W\d_][^\[\]\n]*)\](?!\()\s*[.:;,]?")
+_LONE_TAG_RE = re.compile(r"^\s*</?[\w-]+>\s*$")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+
+
+def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> list:
+    """The `empty` finding for a summary that is the prompt's template with its placeholders
+    left in (see above); placeholders the input also has (a conversation about a template)
+    do not count."""
+    if "[" not in text:
+        return []
+    placeholders, content, shown = 0, 0, []
+    for ln in text.splitlines():
+        if not _LETTER_RE.search(ln) or _LABEL_LINE_RE.match(ln) or HEADING_RE.match(ln) or _LONE_TAG_RE.match(ln):
+            continue
+        content += 1
+        body = ln[_ITEM_MARK_RE.match(ln).end():].strip()
+        m = _PLACEHOLDER_LINE_RE.fullmatch(body)
+        if m and not (input_text and m.group(0).rstrip(".:;, ") in input_text):
+            placeholders += 1
+            if len(shown) < 3 and body not in shown:
+                shown.append(body)
+    if placeholders < settings.empty_min_placeholders or placeholders < settings.empty_placeholder_share * content:
+        return []
+    return [Finding("empty", f"an unfilled template: {placeholders} of its {content} lines are placeholders "
+                    f"({', '.join(repr(x[:50]) for x in shown)}): the model wrote the prompt's format back instead of "
+                    "filling it in; re-run compaction", figures={"placeholder_lines": placeholders,
+                                                                 "content_lines": content})]
+
+
 _CONTENT_WORD_RE = re.compile(f"[{CJK_CLASS}]{{2}}|[^\\W\\d_]{{4,}}|\\w*\\d\\w*[-_./]?\\w+")
 
 
