@@ -275,6 +275,10 @@ def test_an_unfilled_template_is_empty():
               "refresh in auth/session.py\n\n## Key Decisions\n- **Keep JWT**: the mobile app depends on it\n"
               "[see the runbook] for the rollback steps.")
     assert validate(filled).valid
+    # content in brackets is no template's slot (openclaw set, ocbb010-it-table-r0, ocbb023-zh-ticket-r0)
+    bracketed = ("Here is what you need:\n1. [python]\n2. [mgo -a vim_package (optional)]\n3. [pip install mongo]\n"
+                 "4. [Same as 1.x code in JavaScript, with more features]\n[13] [14] [15]")
+    assert "empty" not in validate(bracketed).failures
     # a conversation about the template itself: its placeholders are the input's
     talk = "user: the checkpoint template has " + UNFILLED
     assert "empty" not in validate(UNFILLED, input=talk).failures

@@ -174,11 +174,14 @@ def _is_skeleton(text: str) -> bool:
 # `- **[decision]**: [why]`): real small models of both families tried do it, in any
 # language of the history, since the template is the prompt's. A placeholder line is one
 # whose whole body, after a list mark, a checkbox or a bold label, is one bracketed phrase
-# (not a link: `[text](url)`); a content line is any line with a letter that is not a
-# heading, a label or a lone tag (`<conversation>`).
+# (not a link: `[text](url)`) that describes in words what belongs there: no digit, no
+# code character, no option, no dotted name (`[pip install mongo -U]`, `[1.x code]`, `[13]`
+# are content in brackets, not a template's slot); a content line is any line with a letter
+# that is not a heading, a label or a lone tag (`<conversation>`).
 _ITEM_MARK_RE = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)?(?:\[[ xX]\]\s+)?(?:\*\*\[[^\]\n]*\]\*\*\s*:?\s*)?")
 _PLACEHOLDER_LINE_RE = re.compile(r"\[([^\[\]\n]*[^\W\d_][^\[\]\n]*)\](?!\()\s*[.:;,]?")
 _LONE_TAG_RE = re.compile(r"^\s*</?[\w-]+>\s*$")
+_NOT_WORDS_RE = re.compile(r"[\d_/=$\\@#<>{}|`~^*+]|(?:^|\s)--?\w|\w\.\w")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 
@@ -195,7 +198,7 @@ def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> 
         content += 1
         body = ln[_ITEM_MARK_RE.match(ln).end():].strip()
         m = _PLACEHOLDER_LINE_RE.fullmatch(body)
-        if m and not (input_text and m.group(0).rstrip(".:;, ") in input_text):
+        if m and not _NOT_WORDS_RE.search(m.group(1)) and not (input_text and m.group(0).rstrip(".:;, ") in input_text):
             placeholders += 1
             if len(shown) < 3 and body not in shown:
                 shown.append(body)

@@ -224,6 +224,7 @@ def _generate(server, runs: list, histories: list, out_path, make_messages, mode
             ask = make_messages(run, hist, hist_tokens[hid])
             body = {"max_tokens": run["max_tokens"], "temperature": run["temperature"], "seed": run["seed"],
                     "stream": False}
+            body.update({k: run[k] for k in ("repeat_penalty", "top_p") if k in run})    # decoding a run sets
             body["prompt" if isinstance(ask, str) else "messages"] = ask
             t = time.time()
             data = server.post("/v1/completions" if isinstance(ask, str) else "/v1/chat/completions", body)

@@ -17,11 +17,15 @@ Temperatures 0 to 1.0, max_tokens 256 to 1,024. Labelled by label_model.py's fix
 rules (openclaw_labels.jsonl) and label_language.py; evaluate.py reports it as the set
 `openclaw`.
 
-    .venv/bin/python tests/corpus/real/generate_openclaw.py [--n 180] [--batch 2] [--out model_openclaw.jsonl]
+    .venv/bin/python tests/corpus/real/generate_openclaw.py [--n 180] [--batch 2|3] [--out model_openclaw.jsonl]
 
 The second batch (--batch 2) was generated after the rules found wanting on the first were
 changed, with three history shapes no set had (JSON log lines, an e-mail thread, Markdown
 notes): its figures as first measured are in the commit that added it.
+
+The third batch (--batch 3), made after the gemma set's fixes, decodes with a repetition
+penalty (1.1-1.3, top_p 0.9): the setting the guard's own advice ("retry with a repetition
+penalty") and loop-wary deployments use, under which loops vary more from copy to copy.
 
 Resumable: runs already in the output file are skipped.
 """
@@ -71,11 +75,19 @@ def main() -> None:
     ap.add_argument("--histories", type=int, default=90)
     ap.add_argument("--out", default=str(HERE / "model_openclaw.jsonl"))
     ap.add_argument("--batch", type=int, default=1, help="2: another seed, ids `ocb...`, and three shapes of "
-                    "history the detectors never saw (JSON log lines, an e-mail thread, Markdown notes)")
+                    "history the detectors never saw (JSON log lines, an e-mail thread, Markdown notes); 3: ids "
+                    "`ocbb...`, every shape, decoded with a repetition penalty (1.1-1.3) and top_p 0.9, as "
+                    "deployments that fight loops run")
     args = ap.parse_args()
     styles, prefix = (STYLES, "oc") if args.batch == 1 else (["json-log", "email", "notes"], f"oc{'b' * (args.batch - 1)}")
+    if args.batch >= 3:
+        styles = STYLES + ["json-log", "email", "notes"]
     histories, runs = plan(random.Random(2026 if args.batch == 1 else 2026 + args.batch), args.histories, args.n,
                            styles, prefix, sorted(PROMPTS), TEMPERATURES, MAX_TOKENS, shift=2)
+    if args.batch >= 3:
+        decoding = random.Random(3000 + args.batch)
+        for run in runs:
+            run.update(repeat_penalty=decoding.choice([1.1, 1.2, 1.3]), top_p=0.9)
     hist_file = HERE / "openclaw_histories.jsonl"       # every batch's histories, each once, in the order made
     rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
     mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
