@@ -326,6 +326,19 @@ def test_a_loop_over_part_of_a_summary_leaves_its_language_judged():
     assert most.failures == ["repetition"]
 
 
+def test_a_chinese_character_weighs_as_a_word_in_a_history_s_language_shares():
+    # a Chinese conversation with some English tool output: by letters its English lines
+    # weigh 2-3 times what they say; a CJK character counts 3 (as informative_chars does),
+    # so the history is clearly Chinese and an English summary of it is drift (real: the
+    # model set's h077-zh-tool-log, the gemma set's gmb023-zh-ticket and gmb005-zh-notes)
+    from compaction_guard.detectors.language import share_in
+    hist = ZH_HISTORY + "tool: the backup job exited with status one after the upload step\n" * 3
+    assert share_in(hist, "en") < 0.2        # by letters alone: 0.3, a mixed history
+    r = validate("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role needs "
+                 "a grant on alias/backup-2026, then run backup.sh once by hand.", input=hist)
+    assert r.failures == ["language_drift"]
+
+
 def test_an_english_summary_of_a_chinese_history_is_language_drift():
     r = validate("The nightly backup fails with AccessDenied since the KMS key rotation; the backup-writer role "
                  "needs a grant on alias/backup-2026, then run backup.sh once by hand.", input=ZH_HISTORY)

@@ -81,6 +81,9 @@ TARGET_FALSE_ALARMS = 0.005
 # Reported but not held to the false-alarm target, with the reason printed each run.
 NOT_HELD = {
     ("openclaw", "inflation"): "as for the set model",
+    ("gemma", "inflation"): "labels count tokens with Gemma's own tokenizer, which spends 0.87-1.51x the guard's "
+                            "estimate by language (1.27x on English: every digit a token) and 1.24x on the outputs; "
+                            "the false alarms are within 15% of the ratio 1",
     ("model", "inflation"): "labels count tokens with SmolLM2's own tokenizer, which spends 1.4x the guard's "
                             "estimate on English and 1.5-2.4x on the other 17 languages; an English summary of a "
                             "non-English history is measured larger by the guard than by that tokenizer",

