@@ -221,6 +221,10 @@ def test_cut_off_is_a_warning_named_so():
     r = validate("<summary>\nThe user migrated 412 sessions to SQLite; the index on updated_at is still to do.")
     assert r.valid and any("never closed" in w for w in r.warnings)
     assert not any(w.startswith("cut_off") for w in validate(ENGLISH).warnings)
+    # a straight quote that closes the one its line opened ends a quotation; one left open does not
+    said = "The user asked to resume the migration after the backup.\nLast user message: \"please continue\""
+    assert not any(w.startswith("cut_off") for w in validate(said).warnings)
+    assert any(w.startswith("cut_off") for w in validate(said + '\nNext the user wrote: "').warnings)
 
 
 def test_error_label_about_the_conversation_is_a_summary():

@@ -91,7 +91,9 @@ def detect(content: str, settings) -> list:
         sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
     elif ("```" in text or "~~~" in text) and len(_FENCE_RE.findall(text)) % 2 == 1:
         sign = ("unclosed-wrapper", "a code fence is never closed")
-    elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")):
+    elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")) \
+            and not (text[-1] in "\"'" and text[text.rfind("\n") + 1:].count(text[-1]) % 2 == 0):
+        # a straight quote that closes one its line opened ("please continue") ends a quotation
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
     else:
         # the end is what matters: the last lines, and how the lines before them end
