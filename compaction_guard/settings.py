@@ -136,16 +136,13 @@ class Settings:
     # language_drift (detectors/language.py): each side needs this many letters (code,
     # paths, identifiers and numbers set aside) and its top language this probability.
     language_min_letters: int = 40
-    # A summary whose loop covers this share or more has no language to judge (its loop
-    # says why it failed); under it, the rest is text, and its language is judged.
-    language_max_loop_share: float = 0.5
     language_min_confidence: float = 0.6
     # ... and neither side may give the other side's language more than this probability (a
     # history of tool logs gives English ~10%: their scaffolding. Measured 0.05 / 0.1 / 0.25: no
     # false alarm on any good set; 50 / 52 / 52 of 61 drifts found on the real model outputs).
     language_max_cross_probability: float = 0.1
-    # ... and a history with a quarter of its words in the summary's language is mixed:
-    # a summary in that language is no drift.
+    # ... and a history with a quarter of its words in the summary's language (lines weighed
+    # by their letters, a CJK character counting 3) is mixed: a summary in that language is no drift.
     language_min_share_in_input: float = 0.25
     # a summary none of whose lines (at most this share of its words, identified line by line)
     # read as a clearly identified history's language is drift, however unsure the summary's
@@ -156,6 +153,9 @@ class Settings:
     # included) is in the input's language: not identified (real cross-language pairs:
     # 0.08 at the 95th percentile, 0.44 at most; summaries of their own history: median 0.78-1.0)
     language_same_overlap: float = 0.7
+    # A summary whose loop covers this share or more has no language to judge (its loop
+    # says why it failed); under it, the rest is text, and its language is judged.
+    language_max_loop_share: float = 0.5
     # Summaries written in one language on purpose (an ISO 639-1 code, e.g. "en"): drift is
     # then measured against it, not the history's. Empty: the history's language.
     summary_language: str = ""
