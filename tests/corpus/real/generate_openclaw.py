@@ -17,7 +17,8 @@ Temperatures 0 to 1.0, max_tokens 256 to 1,024. Labelled by label_model.py's fix
 rules (openclaw_labels.jsonl) and label_language.py; evaluate.py reports it as the set
 `openclaw`.
 
-    .venv/bin/python tests/corpus/real/generate_openclaw.py [--n 180] [--batch 2|3] [--out model_openclaw.jsonl]
+    .venv/bin/python tests/corpus/real/generate_openclaw.py [--batch 2] [--out model_openclaw.jsonl]
+    .venv/bin/python tests/corpus/real/generate_openclaw.py --batch 3 --n 150 --histories 75
 
 The second batch (--batch 2) was generated after the rules found wanting on the first were
 changed, with three history shapes no set had (JSON log lines, an e-mail thread, Markdown
@@ -32,7 +33,6 @@ Resumable: runs already in the output file are skipped.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from pathlib import Path
@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from generate_model import STYLES, generate, plan  # noqa: E402
+from generate_model import STYLES, generate, plan, save_histories, with_penalty  # noqa: E402
 
 PROMPTS = {
     "checkpoint": (
@@ -85,16 +85,8 @@ def main() -> None:
     histories, runs = plan(random.Random(2026 if args.batch == 1 else 2026 + args.batch), args.histories, args.n,
                            styles, prefix, sorted(PROMPTS), TEMPERATURES, MAX_TOKENS, shift=2)
     if args.batch >= 3:
-        decoding = random.Random(3000 + args.batch)
-        for run in runs:
-            run.update(repeat_penalty=decoding.choice([1.1, 1.2, 1.3]), top_p=0.9)
-    hist_file = HERE / "openclaw_histories.jsonl"       # every batch's histories, each once, in the order made
-    rows = [json.loads(x) for x in open(hist_file, encoding="utf-8")] if hist_file.exists() else []
-    mine = {hid: {"id": hid, "lang": lang, "style": style, "text": hist} for hid, lang, style, hist in histories}
-    rows = [mine.pop(r["id"], r) for r in rows] + list(mine.values())
-    with open(hist_file, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        with_penalty(runs, 3000 + args.batch)
+    save_histories(HERE / "openclaw_histories.jsonl", histories)
     generate(runs, histories, args.out, lambda run, hist, tokens: [
         {"role": "system", "content": PROMPTS[run["prompt"]][0]},
         {"role": "user", "content": PROMPTS[run["prompt"]][1].format(h=hist)}])
