@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import lru_cache
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,20 @@ WARNING_KINDS = ("cut_off",)
 # is a false one).
 NOTED_KINDS = ("transcript",)
 REAL = HERE / "real"
+
+
+@lru_cache(maxsize=1)
+def _language_labels() -> dict:
+    """real/language_labels.jsonl by id (label_language.py), read once."""
+    path = REAL / "language_labels.jsonl"
+    return {x["id"]: x for x in map(json.loads, open(path, encoding="utf-8"))} if path.exists() else {}
+
+
+@lru_cache(maxsize=1)
+def _review() -> dict:
+    """real/model_review.yaml (the hand review's overrides), read once."""
+    path = REAL / "model_review.yaml"
+    return (yaml.safe_load(open(path, encoding="utf-8")) or {}) if path.exists() else {}
 
 
 @dataclass
@@ -158,12 +173,8 @@ def model_items(set_name: str = "model") -> list:
         return []
     hist = {h["id"]: h["text"] for h in map(json.loads, open(REAL / histories, encoding="utf-8"))}
     lab = {x["id"]: x for x in map(json.loads, open(labels, encoding="utf-8"))}
-    review = {}
-    if (REAL / "model_review.yaml").exists():
-        review = yaml.safe_load(open(REAL / "model_review.yaml", encoding="utf-8")) or {}
-    langs = {}
-    if (REAL / "language_labels.jsonl").exists():
-        langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))}
+    review = _review()
+    langs = _language_labels()
     items = []
     for line in open(outs, encoding="utf-8"):
         r = json.loads(line)
@@ -235,8 +246,7 @@ def page_items() -> list:
     by_lang = defaultdict(list)
     for p in pages:
         by_lang[p["lang"]].append(p)
-    langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))
-             if "page_language" in x}
+    langs = {i: x for i, x in _language_labels().items() if "page_language" in x}
     labels = {x["id"]: x["labels"] for x in map(json.loads, open(REAL / "page_labels.jsonl", encoding="utf-8"))}
     sound = {i for i, x in labels.items() if not any(x[k] is not False for k in ("repetition", "empty", "garbled"))}
     items = []
@@ -265,8 +275,7 @@ def page_items() -> list:
 def pair_items() -> list:
     """Real human text on both sides: an excerpt as the summary of another excerpt, in the
     same language (no drift) or in another (drift). Only language_drift is judged here."""
-    labels = {x["id"]: x.get("text_language") for x in map(json.loads, open(REAL / "language_labels.jsonl",
-                                                                            encoding="utf-8")) if "text_language" in x}
+    labels = {i: x.get("text_language") for i, x in _language_labels().items() if "text_language" in x}
     rows = [json.loads(ln) for ln in open(REAL / "human.jsonl", encoding="utf-8")]
     by_lang = {}
     for r in rows:
@@ -311,8 +320,7 @@ def grounding_items() -> list:
         by_lang[r["lang"]].append(r)
     # each overview's language and its page's, as two other identifiers agree on them
     # (label_language.py; None where they do not)
-    langs = {x["id"]: x for x in map(json.loads, open(REAL / "language_labels.jsonl", encoding="utf-8"))
-             if "grounding_page_language" in x}
+    langs = {i: x for i, x in _language_labels().items() if "grounding_page_language" in x}
 
     def other_language(a: dict, b: dict) -> bool:
         """a's overview and b's page each have a language, and they differ."""
@@ -384,8 +392,8 @@ SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "pairs", "gro
 
 def all_items() -> list:
     models = model_items()
-    return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() + human_items() + pair_items() + grounding_items() \
-        + hand_items()
+    return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
+        + human_items() + pair_items() + grounding_items() + hand_items()
 
 
 def store_verdict(items: list, settings=DEFAULT):
