@@ -25,10 +25,8 @@ from .detectors.storm import StormTracker
 from .findings import Result
 from .records import SummaryRecord
 from .settings import DEFAULT, Settings
-from .tokens import COUNTERS, estimate_tokens, shannon_entropy
+from .tokens import COUNTERS, estimate_tokens
 
-# Entropy of a huge summary is measured on a prefix: the figure is descriptive.
-_ENTROPY_SAMPLE = 1 << 20
 BATCH = 256
 
 
@@ -43,19 +41,18 @@ def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, 
 
 
 def _detect(job) -> tuple:
-    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, entropy,
-    fidelity figures or None)."""
+    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, None,
+    fidelity figures or None). The entropy is measured when a Result is read for it (findings.Result)."""
     content, input_text, input_tokens, counter, settings, allow_own_l3, background = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
         input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
     output_tokens = count(content)
-    entropy = shannon_entropy(content[:_ENTROPY_SAMPLE])
     measures = {}
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          entropy=entropy, allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
+                          allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
                           background=background)
-    return findings, output_tokens, input_tokens, entropy, (measures or None)
+    return findings, output_tokens, input_tokens, None, (measures or None)
 
 
 def _judge(sid: str, content, settings: Settings) -> list:
@@ -81,8 +78,8 @@ def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Opt
 
 
 def _result(rec, findings, output_tokens, input_tokens, entropy, fidelity=None) -> Result:
-    r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, entropy)
-    r.fidelity = fidelity
+    r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, fidelity, entropy,
+               None if entropy is not None else _content(rec))
     r.new = rec.new
     r.key = rec.key
     r.session = (rec.meta or {}).get("session")
@@ -243,7 +240,7 @@ class CheckReport:
         if getattr(result, "fallback", False) or "truncation_marker" in result.failures:
             self.fallback += 1
         if collect:
-            self.results.append(result)
+            self.results.append(result.settle())      # kept: its figures now, its text let go
 
     @property
     def failures_found(self) -> int:

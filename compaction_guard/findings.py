@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .tokens import ENTROPY_SAMPLE, shannon_entropy
+
 # The failure kinds, exactly as reported.
 FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift",
                  "ungrounded", "invented_identifiers")
@@ -34,10 +36,28 @@ class Result:
     findings: list
     output_tokens: int
     input_tokens: Optional[int]
-    entropy: float
     # measured against the input, when it is known (detectors.detect_all): word_overlap,
     # same_language, grounding, content_words, key_identifiers, identifier_retention
     fidelity: Optional[dict] = None
+    # the character entropy, measured when first read (see `entropy`), or the text to measure
+    _entropy: Optional[float] = field(default=None, repr=False)
+    _text: Optional[str] = field(default=None, repr=False, compare=False)
+
+    @property
+    def entropy(self) -> float:
+        """The summary's character Shannon entropy (the seed's figure; tokens.shannon_entropy
+        of its first tokens.ENTROPY_SAMPLE characters), measured when first read: a check
+        that only counts failures does not pay for it (a fifth of the per-summary work). The
+        text is let go once it is measured."""
+        if self._entropy is None:
+            self._entropy = shannon_entropy((self._text or "")[:ENTROPY_SAMPLE])
+            self._text = None
+        return self._entropy
+
+    def settle(self) -> "Result":
+        """Measure what is measured when read, and let the text go (a result kept for later)."""
+        _ = self.entropy
+        return self
 
     @property
     def failures(self) -> list:

@@ -47,6 +47,10 @@ def seed_tokens(text: str) -> int:
     return len(text) // 4
 
 
+# Entropy of a huge summary is measured on a prefix: the figure is descriptive.
+ENTROPY_SAMPLE = 1 << 20
+
+
 def shannon_entropy(text: str) -> float:
     """Character Shannon entropy in bits (the seed's garbled signal), 2 decimals:
     log2(n) - sum(c log2 c) / n over the characters' counts c."""

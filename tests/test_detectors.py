@@ -85,6 +85,23 @@ def test_seed_entropy_signal_is_not_trusted_alone():
     assert r.entropy > SEED.max_entropy and r.valid
 
 
+def test_entropy_is_measured_when_read_and_the_text_let_go():
+    from compaction_guard.check import check_records
+    from compaction_guard.records import SummaryRecord
+    from compaction_guard.tokens import shannon_entropy
+    text = "本次会话中，用户和我一起排查了登录接口偶发超时的问题。 The fix was deployed."
+    r = validate(text)
+    assert r._text == text and r._entropy is None            # nothing measured yet
+    assert r.to_dict()["entropy"] == shannon_entropy(text) and r._text is None
+    # a report that keeps its results measures them as it keeps them: no summary text held
+    report = check_records([SummaryRecord(f"s{i}", text + str(i), "t") for i in range(3)])
+    assert [x._text for x in report.results] == [None] * 3
+    assert [x.entropy for x in report.results] == [shannon_entropy(text + str(i)) for i in range(3)]
+    # a garbled finding reports the same figure the result does
+    g = validate("ÃƒÂ© ÃƒÂ¨ " * 30)
+    assert g.findings[0].kind == "garbled" and g.findings[0].figures["entropy"] == g.entropy
+
+
 @pytest.mark.parametrize("good", [
     "| Platform | Node 20 | Node 22 |\n|---|---|---|\n| Linux | pass | pass |\n| macOS | pass | pass |\n| Windows | pass | pass |",
     "- **File:** a.py — fixed\n- **File:** b.py — fixed\n- **File:** c.py — fixed\n- **File:** d.py — fixed",
