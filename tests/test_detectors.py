@@ -374,6 +374,23 @@ def test_a_chinese_summary_keeping_english_identifiers_is_not_drift():
     assert r.valid and not r.warnings
 
 
+def test_a_summary_is_in_the_language_it_writes_not_the_one_it_quotes():
+    # real forms (gemma set, gmb004-ru-email, gmb007-ko-tool-log): English prose around a line
+    # or two copied from the history; the copies are the history's language, the summary is not
+    prose = ("The following is a summary of the conversation. The user could not see the file in the terminal, "
+             "so the assistant suggested a different command and a change to the default configuration. ")
+    quoted = "用户：那正是我们轮换 KMS 密钥的时候。\n助手：是的，backup-writer 角色对新密钥 alias/backup-2026 没有授权。\n"
+    r = validate(prose + "\n" + quoted, input=ZH_HISTORY)      # its copies counted: 39% Chinese, "mixed"
+    assert r.failures == ["language_drift"]
+    f = next(f for f in r.findings if f.kind == "language_drift")
+    assert f.figures["quoted_lines"] == 2 and f.figures["summary_share_in_input_language"] == 0.0
+    # a summary in the history's language that quotes its English tool lines is in its language
+    hist = ZH_HISTORY + "tool: Uploading 38.2 GB to the bucket took 14 minutes and the checksum matched.\n"
+    zh = ("夜间备份自 2026-11-02 起报 AccessDenied：KMS 密钥轮换后 backup-writer 没有授权；授权后手动运行了一次，"
+          "结果如下：\ntool: Uploading 38.2 GB to the bucket took 14 minutes and the checksum matched.")
+    assert validate(zh, input=hist).valid
+
+
 def test_a_summary_in_one_of_a_mixed_historys_languages_is_a_warning_at_most():
     mixed = ZH_HISTORY + ("tool: Uploading 38.2 GB to the bucket took 14 minutes and the checksum matched the manifest. "
                           "tool: The alert rule was drafted and the reviewers were asked to approve it today.\n") * 12

@@ -35,7 +35,7 @@ import re
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import CJK_RE, count_matches
+from ..tokens import CJK_RE, count_matches, pieces
 
 # Set aside before identifying: fenced and inline code, and every token holding a URL,
 # a path or identifier character, or a digit (tokens are tested one by one: a regex
@@ -151,6 +151,27 @@ def share_in(text: str, lang: str, max_lines: int = 24) -> Optional[float]:
     return hit / total if total else None
 
 
+# A line shorter than this (letters and digits, spacing and punctuation aside) is not
+# looked for in the history: a heading or a label, not a quotation.
+_QUOTE_MIN_CHARS = 16
+_NOT_WORD_RE = re.compile(r"[\W_]+")
+
+
+def own_lines(content: str, input_text: str) -> tuple:
+    """(the summary without the lines it copied from the history, how many it copied): each
+    line compared with its letters and digits only, lowercased (list marks, quotes and
+    spacing aside)."""
+    lines = content.splitlines()
+    if len(lines) < 2:
+        return content, 0
+    keys = [_NOT_WORD_RE.sub("", ln).lower() for ln in lines]
+    if not any(len(k) >= _QUOTE_MIN_CHARS for k in keys):
+        return content, 0
+    hay = "".join(_NOT_WORD_RE.sub("", p).lower() for _, p in pieces(input_text))
+    own = [ln for ln, k in zip(lines, keys) if len(k) < _QUOTE_MIN_CHARS or k not in hay]
+    return ("\n".join(own), len(lines) - len(own)) if len(own) < len(lines) else (content, 0)
+
+
 def _group(code: str) -> str:
     code = (code or "").lower()
     for g in _SAME:
@@ -215,8 +236,13 @@ def judge(content: str, settings, input_text: Optional[str], overlap: Optional[f
     if mixed >= settings.language_min_share_in_input:
         return [Finding("language_mixed", f"the summary reads mostly as {_name(out[0])}; the history is mostly "
                         f"{_name(src[0])}, {mixed:.0%} of it in {_name(out[0])}", failure=False, figures=figures)], False
-    # the summary's own share in the history's language, line by line
-    kept = share_in(content, src[0])
+    # the summary's own share in the history's language, line by line, over the lines it
+    # wrote: a line copied from the history is a quotation, in the history's language
+    # whatever language the summary speaks (an English summary quoting two Russian lines)
+    own, quoted = own_lines(content, input_text)
+    kept = share_in(own, src[0]) if own.strip() else None
+    if quoted:
+        figures["quoted_lines"] = quoted
     figures["summary_share_in_input_language"] = None if kept is None else round(kept, 3)
     if clear:        # clearly another language: drift unless a quarter of it is the history's
         drift = kept is None or kept < settings.language_min_share_in_input
