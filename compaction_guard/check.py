@@ -41,8 +41,8 @@ def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, 
 
 
 def _detect(job) -> tuple:
-    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens, None,
-    fidelity figures or None). The entropy is measured when a Result is read for it (findings.Result)."""
+    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens,
+    fidelity figures or None). The seed's entropy is measured when a Result is read for it."""
     content, input_text, input_tokens, counter, settings, allow_own_l3, background = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
@@ -52,7 +52,7 @@ def _detect(job) -> tuple:
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                           allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
                           background=background)
-    return findings, output_tokens, input_tokens, None, (measures or None)
+    return findings, output_tokens, input_tokens, (measures or None)
 
 
 def _judge(sid: str, content, settings: Settings) -> list:
@@ -71,15 +71,14 @@ def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Opt
                  allow_own_l3: bool = False, background=None) -> Result:
     """Validate one record. Pass the same StaleTracker across records of one check, and the
     store's word frequencies (`background`, see background_of) when there are some."""
-    findings, output_tokens, input_tokens, entropy, fidelity = _detect(_job(record, settings, allow_own_l3,
+    findings, output_tokens, input_tokens, fidelity = _detect(_job(record, settings, allow_own_l3,
                                                                             background))
     findings += (stale or StaleTracker()).detect(record)
-    return _result(record, findings, output_tokens, input_tokens, entropy, fidelity)
+    return _result(record, findings, output_tokens, input_tokens, fidelity)
 
 
-def _result(rec, findings, output_tokens, input_tokens, entropy, fidelity=None) -> Result:
-    r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, fidelity, entropy,
-               None if entropy is not None else _content(rec))
+def _result(rec, findings, output_tokens, input_tokens, fidelity=None) -> Result:
+    r = Result(rec.id, rec.source, findings, output_tokens, input_tokens, fidelity, _text=_content(rec))
     r.new = rec.new
     r.key = rec.key
     r.session = (rec.meta or {}).get("session")
@@ -151,7 +150,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     background = background_of((r.input_text for r in head), settings)
 
     def finish(rec, outcome):
-        findings, output_tokens, input_tokens, entropy, fidelity = outcome
+        findings, output_tokens, input_tokens, fidelity = outcome
         scope = rec.stale_scope
         if source is not None and stale.needs_history(scope):
             stale.prime(scope, source.history(scope, rec))
@@ -163,7 +162,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         failed = [f.kind for f in findings if f.failure]
         findings += lineage.detect(rec, failed, source)
         lineage.remember(rec.id, failed)
-        return _result(rec, findings, output_tokens, input_tokens, entropy, fidelity)
+        return _result(rec, findings, output_tokens, input_tokens, fidelity)
 
     if workers <= 1:
         for rec in records:

@@ -149,6 +149,10 @@ class Settings:
     # own language is (English prose around code, a mix of English and junk): measured on the
     # real model outputs, 3 such drifts at 0.0; no summary in its history's language under 0.16
     language_drift_max_kept: float = 0.1
+    # ... measured over the lines the summary wrote: a line of this many letters and digits or
+    # more found in the history is a quotation, in the history's language whatever the summary's
+    # (shorter: a heading or a label, kept)
+    language_quote_min_chars: int = 16
     # a summary whose words are at least this share words of its input (function words
     # included) is in the input's language: not identified (real cross-language pairs:
     # 0.08 at the 95th percentile, 0.44 at most; summaries of their own history: median 0.78-1.0)

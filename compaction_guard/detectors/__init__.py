@@ -16,14 +16,13 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "groundin
            "language", "markers", "overlap", "repetition", "transcript"]
 
 
-def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int], entropy: Optional[float] = None,
+def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int],
                allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None,
                background: Optional[overlap.Background] = None) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker.
     `measures`, when given, receives what was measured against the input (fidelity figures:
     word overlap, grounding support, identifier retention), whatever was found. `background`:
-    the store's word frequencies (overlap.Background), in a check of a store. `entropy`: the
-    character entropy if it was measured (a garbled finding reports it; measured there if not)."""
+    the store's word frequencies (overlap.Background), in a check of a store."""
     findings = empty.detect(content, settings, input_tokens, input_text)
     if any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
@@ -31,7 +30,7 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         return findings + repetition.detect(content, settings, input_text)
     findings += inflation.detect(output_tokens, input_tokens, settings)
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
-    findings += garbled.detect(content, settings, entropy, input_text)
+    findings += garbled.detect(content, settings, input_text)
     findings += repetition.detect(content, settings, input_text)
     if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):
         # the prompt's template echoed with its placeholders (noise and loops say more)

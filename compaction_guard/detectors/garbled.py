@@ -444,13 +444,13 @@ def _special_tokens(text: str, input_text: Optional[str]) -> list:
     return out
 
 
-def detect(content: str, settings, entropy: Optional[float] = None, input_text: Optional[str] = None) -> list:
+def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     text = content
     if len(text) < 8:
         return []
 
-    def seed_entropy() -> float:      # the seed's figure, reported with a finding (measured here if not given)
-        return entropy if entropy is not None else shannon_entropy(text[:ENTROPY_SAMPLE])
+    def seed_entropy() -> float:      # the seed's figure, reported with a finding (as Result.entropy)
+        return shannon_entropy(text[:ENTROPY_SAMPLE])
 
     leaked = _special_tokens(text, input_text)
     if leaked:

@@ -151,24 +151,21 @@ def share_in(text: str, lang: str, max_lines: int = 24) -> Optional[float]:
     return hit / total if total else None
 
 
-# A line shorter than this (letters and digits, spacing and punctuation aside) is not
-# looked for in the history: a heading or a label, not a quotation.
-_QUOTE_MIN_CHARS = 16
 _NOT_WORD_RE = re.compile(r"[\W_]+")
 
 
-def own_lines(content: str, input_text: str) -> tuple:
+def own_lines(content: str, input_text: str, min_chars: int) -> tuple:
     """(the summary without the lines it copied from the history, how many it copied): each
-    line compared with its letters and digits only, lowercased (list marks, quotes and
-    spacing aside)."""
+    line of `min_chars` letters and digits or more compared by those only, lowercased (list
+    marks, quotes and spacing aside); a shorter line is a heading or a label, kept."""
     lines = content.splitlines()
     if len(lines) < 2:
         return content, 0
     keys = [_NOT_WORD_RE.sub("", ln).lower() for ln in lines]
-    if not any(len(k) >= _QUOTE_MIN_CHARS for k in keys):
+    if not any(len(k) >= min_chars for k in keys):
         return content, 0
     hay = "".join(_NOT_WORD_RE.sub("", p).lower() for _, p in pieces(input_text))
-    own = [ln for ln, k in zip(lines, keys) if len(k) < _QUOTE_MIN_CHARS or k not in hay]
+    own = [ln for ln, k in zip(lines, keys) if len(k) < min_chars or k not in hay]
     return ("\n".join(own), len(lines) - len(own)) if len(own) < len(lines) else (content, 0)
 
 
@@ -239,7 +236,7 @@ def judge(content: str, settings, input_text: Optional[str], overlap: Optional[f
     # the summary's own share in the history's language, line by line, over the lines it
     # wrote: a line copied from the history is a quotation, in the history's language
     # whatever language the summary speaks (an English summary quoting two Russian lines)
-    own, quoted = own_lines(content, input_text)
+    own, quoted = own_lines(content, input_text, settings.language_quote_min_chars)
     kept = share_in(own, src[0]) if own.strip() else None
     if quoted:
         figures["quoted_lines"] = quoted
