@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from compaction_guard import validate, SEED
+from compaction_guard.settings import DEFAULT
 from compaction_guard.tokens import estimate_tokens, seed_tokens
 
 ENGLISH = ("The user asked to migrate the CI from Travis to GitHub Actions. We wrote .github/workflows/ci.yml "
@@ -191,7 +192,8 @@ def test_a_loop_that_changes_its_unit_on_the_way_to_max_tokens_is_read_at_the_en
     out = _later_output("oc038-fr-ticket-r1")
     assert out["finish_reason"] == "length"
     r = validate(out["output"])
-    assert "repetition" in r.failures and r.findings[0].figures["runs_to_end"]
+    assert "repetition" in r.failures
+    assert next(f for f in r.findings if f.kind == "repetition").figures["runs_to_end"]
 
 
 def test_a_block_pasted_three_times_word_for_word_is_a_loop_even_when_variants_follow():
@@ -632,6 +634,26 @@ def test_a_real_output_stopped_inside_a_line_like_the_ones_before_is_cut_off():
         assert f.figures["sign"] == "short-item" and tail in f.reason
     output, history = _real_model_output("h119-uk-chat-r3")
     assert output.rstrip().endswith("```") and "cut_off" not in [f.kind for f in validate(output, input=history).findings]
+
+
+def test_a_numbered_block_cut_where_the_one_before_goes_on_is_cut_off_and_a_loop():
+    """Gemma (gmbb000-en-code-review-r0) wrote `<h2>#1 - The most common error</h2>...` blocks, blank
+    lines between them, the number changing, until max_tokens stopped it at `<h2>#4 - The most
+    common`: the start of the line before it with its digit changed. Blank lines are spacing, not
+    lines; digits are set aside. Three copies with only the number changing, cut inside the
+    fourth, are a loop."""
+    rows = [json.loads(x) for x in open(REAL / "model_gemma.jsonl", encoding="utf-8")]
+    out = next(r for r in rows if r["id"] == "gmbb000-en-code-review-r0")
+    assert out["output"].rstrip().endswith("<h2>#4 - The most common")
+    r = validate(out["output"])
+    assert "repetition" in r.failures
+    assert next(f for f in r.findings if f.kind == "repetition").figures["runs_to_end"]
+    from compaction_guard.detectors import cutoff
+    f = cutoff.detect(out["output"], DEFAULT)[0]
+    assert f.figures["sign"] == "short-item" and "#4 - The most common" in f.reason
+    # the same block once, whole, then its start: a list that ended is not cut
+    block = "<h2>#1 - The most common error</h2> The test fails when the environment variable is not set.\n\n"
+    assert not cutoff.detect(block + block.replace("#1", "#2") + block.replace("#1", "#3").rstrip(), DEFAULT)
 
 
 def test_in_a_store_the_genres_words_weigh_little():

@@ -55,14 +55,17 @@ def _head(line: str, words: int = 2) -> str:
 
 
 def _short_item(text: str):
-    lines = [ln.strip() for ln in text[-2000:].splitlines()[-12:] if ln.strip()]
+    # the last 12 lines that hold something (blank lines between items are spacing)
+    lines = [ln.strip() for ln in text[-2000:].splitlines() if ln.strip()][-12:]
     if len(lines) < 3:
         return None
     last = lines[-1]
+    cut = _DIGIT_RE.sub("0", last)
     if len(last) >= 3 and any(c.isalnum() for c in last) \
-            and any(len(ln) > len(last) and ln.startswith(last) for ln in lines[:-1]):
-        # the model began an earlier line again and was stopped inside it (a closing
-        # fence or rule, no letter or digit, is not a line cut short)
+            and any(len(ln) > len(last) and _DIGIT_RE.sub("0", ln).startswith(cut) for ln in lines[:-1]):
+        # the model began an earlier line again (digits set aside: `#4 - The most common`
+        # where `#3 - The most common error ...` goes on) and was stopped inside it (a
+        # closing fence or rule, no letter or digit, is not a line cut short)
         return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
     if len(last) >= 0.5 * max(len(ln) for ln in lines[:-1]):
         return None          # not shorter than the lines before it: nothing cut
