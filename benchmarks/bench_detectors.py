@@ -101,7 +101,7 @@ def timed(mod, name, key):
     setattr(mod, name, g)
 timed(empty, "detect", "empty"); timed(empty, "unfilled_template", "empty (unfilled template)")
 timed(garbled, "detect", "garbled"); timed(repetition, "detect", "repetition")
-timed(repetition, "normalize", "  repetition: normalize"); timed(repetition, "measure", "  repetition: zlib novelty")
+timed(repetition, "normalize", "  repetition: normalize"); timed(repetition, "measure", "  repetition: zstd novelty")
 timed(D.cutoff, "detect", "cut_off (also inside repetition)"); timed(markers, "detect", "markers")
 timed(C, "detect_all", "all detectors")
 t = time.perf_counter()
@@ -221,7 +221,7 @@ def main() -> int:
             print("\nwhere the guard's time goes without the inputs (each detector wrapped and timed, one core; "
                   f"the seed's rules took {s[0]:.2f} s in all):")
             for name in ("loading", "checking, in all", "all detectors", "repetition", "  repetition: normalize",
-                         "  repetition: zlib novelty", "garbled", "empty", "empty (unfilled template)",
+                         "  repetition: zstd novelty", "garbled", "empty", "empty (unfilled template)",
                          "cut_off (also inside repetition)", "markers"):
                 print(f"  {name:<34}{spent.get(name, 0.0):6.2f} s")
     return 0

@@ -8,12 +8,14 @@ script or spacing, such text carries no new information. Two measurements:
 
 1. Novelty (where). The text, every run of digits set to "0" (a loop through a
    counter or a clock is still a loop) and whitespace collapsed, goes through a
-   streaming DEFLATE compressor (zlib, 32 KB window) in blocks of
+   streaming compressor (zstd level 1, 32 KB window) in blocks of
    `loop_block_bytes`, each block flushed. What a block adds to the compressed
    stream, over its size, is its novelty: a block that only copies recent text
-   adds little more than the block end itself (~0.02 at 256-byte blocks: each block is
-   ended with Z_BLOCK, no sync marker, half the cost of Z_SYNC_FLUSH); prose
-   measures 0.3-0.6 in every script. Stretches of low-novelty blocks are
+   adds little more than the block's own framing (median 0.04 at 256-byte blocks
+   at the end of the real model loops); prose measures 0.59 (median; 1% of its
+   blocks under 0.15) in the 32 languages of the real human text. DEFLATE (zlib
+   level 6, Whisper's gzip ratio) gave the same verdicts on every labelled set at
+   2.5 times the cost. Stretches of low-novelty blocks are
    candidates: the longest, and the one that reaches the end of the text; so is
    the text's last `loop_tail_bytes`, where a loop that ran to max_tokens ends.
 2. Period (what). In a candidate, the unit is the shortest distance back to an
@@ -42,7 +44,7 @@ The decision, each rule a Settings field:
   input (what an extractive summary picks), gets a warning, not a failure.
 - One template repeated with a word changing up to a cut (no exact unit) is a
   warning: on the real model outputs that signal was right once and wrong twice.
-Cost: one pass of zlib over the text and a few bounded searches; linear whatever
+Cost: one pass of zstd over the text and a few bounded searches; linear whatever
 the content.
 """
 from __future__ import annotations
@@ -50,9 +52,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import zlib
+import threading
 from dataclasses import dataclass
 from typing import Optional
+
+import zstandard
 
 from ..findings import Finding
 from ..tokens import pieces
@@ -98,23 +102,38 @@ class Novelty:
     final: Optional[Stretch]    # the stretch that reaches the end of the text, if any
 
 
+# zstd level 1 with a 32 KB window: a loop repeats what it has just written. A compressor
+# costs ~17 us to set up and may not be shared between threads: one per thread, reused.
+_PARAMS = zstandard.ZstdCompressionParameters.from_level(1, window_log=15)
+_LOCAL = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    c = getattr(_LOCAL, "compressor", None)
+    if c is None:
+        c = _LOCAL.compressor = zstandard.ZstdCompressor(compression_params=_PARAMS)
+    return c
+
+
+def compressed_size(data: bytes) -> int:
+    """The bytes zstd (as `measure` runs it) makes of `data` at once."""
+    return len(_compressor().compress(data))
+
+
 def measure(data: bytes, settings, block: Optional[int] = None, max_novelty: Optional[float] = None) -> Novelty:
-    """Novelty profile of normalized bytes (see module doc); one zlib pass."""
+    """Novelty profile of normalized bytes (see module doc); one zstd pass."""
     block = block or settings.loop_block_bytes
     limit = (max_novelty or settings.loop_block_max_novelty) * block
     n = len(data)
-    # A window just larger than the text sees every earlier byte, as a 32 KB one would:
-    # the same matches, the same sizes, less to set up.
-    wbits = min(15, max(9, (n + 262).bit_length()))
-    comp = zlib.compressobj(6, zlib.DEFLATED, -wbits, 6)
+    comp = _compressor().compressobj()
+    compress, flush, sync = comp.compress, comp.flush, zstandard.COMPRESSOBJ_FLUSH_BLOCK
     total = 0
     longest = None
     run_start = -1
     run_end = 0
-    sync = zlib.Z_BLOCK
     for i in range(0, n, block):
         chunk = data[i:i + block]
-        added = len(comp.compress(chunk)) + len(comp.flush(sync))
+        added = len(compress(chunk)) + len(flush(sync))
         total += added
         if added <= limit:
             if run_start < 0:
@@ -403,7 +422,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         looped = copies * len(unit)
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
                    "loop_share": round(share, 3), "runs_to_end": at_end,
-                   "compression_ratio": nov.ratio or round(n / max(1, len(zlib.compress(data))), 2)}
+                   "compression_ratio": nov.ratio or round(n / max(1, compressed_size(data)), 2)}
         what = f"{_describe(unit)!r} repeated {copies} times"
         if loop and _explained_by_input(unit, copies, input_text):
             return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
