@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .tokens import ENTROPY_SAMPLE, shannon_entropy
+from .tokens import seed_entropy
 
 # The failure kinds, exactly as reported.
 FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift",
@@ -45,12 +45,12 @@ class Result:
 
     @property
     def entropy(self) -> float:
-        """The summary's character Shannon entropy (the seed's figure; tokens.shannon_entropy
-        of its first tokens.ENTROPY_SAMPLE characters), measured when first read: a check
+        """The summary's character Shannon entropy (the seed's figure, tokens.seed_entropy),
+        measured when first read: a check
         that only counts failures does not pay for it (a fifth of the per-summary work). The
         text is let go once it is measured."""
         if self._entropy is None:
-            self._entropy = shannon_entropy((self._text or "")[:ENTROPY_SAMPLE])
+            self._entropy = seed_entropy(self._text or "")
             self._text = None
         return self._entropy
 

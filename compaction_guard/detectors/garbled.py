@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import ENTROPY_SAMPLE, pieces, shannon_entropy
+from ..tokens import pieces, seed_entropy, shannon_entropy
 
 # --- named junk patterns ----------------------------------------------------------
 
@@ -448,15 +448,11 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     text = content
     if len(text) < 8:
         return []
-
-    def seed_entropy() -> float:      # the seed's figure, reported with a finding (as Result.entropy)
-        return shannon_entropy(text[:ENTROPY_SAMPLE])
-
     leaked = _special_tokens(text, input_text)
     if leaked:
         return [Finding("garbled", f"{len(leaked)} chat-template tokens printed as text (like {leaked[0]!r}): the "
                         "server's chat template does not match the model; fix the template and re-run compaction",
-                        figures={"special_tokens": len(leaked), "entropy": seed_entropy()})]
+                        figures={"special_tokens": len(leaked), "entropy": seed_entropy(text)})]
     cache = {}
     if len(text) <= _CHUNK:
         first = _measure(text, settings, input_text, cache)     # most summaries: nothing at all
@@ -496,7 +492,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         i = text.find("\ufffd")
         return [Finding("garbled", f"{lost} U+FFFD replacement characters (like {text[max(0, i - 12):i + 4]!r}): bytes "
                         "that were not valid UTF-8 were lost when the summary was decoded; re-run compaction, check "
-                        "the model's output decoding", figures={"replacement_chars": lost, "entropy": seed_entropy()})]
+                        "the model's output decoding", figures={"replacement_chars": lost, "entropy": seed_entropy(text)})]
     # Mojibake makes nearly every non-ASCII character part of a sequence; a summary
     # that quotes one ("MÃ¼nchen" instead of "München") keeps its own good ones.
     if tot["mojibake"] >= settings.mojibake_min_sequences and tot["moji_chars"] >= 0.5 * tot["non_ascii"]:
@@ -504,7 +500,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         hint = f"; it reads as {fixed[:40]!r} re-decoded" if fixed else ""
         findings.append(Finding("garbled", f"mojibake: {tot['mojibake']} sequences like {tot['moji_sample']!r} "
                                 f"(UTF-8 read as cp1252/latin-1){hint}; decode the source as UTF-8 and re-run compaction",
-                                figures={"mojibake_sequences": tot["mojibake"], "entropy": seed_entropy()}))
+                                figures={"mojibake_sequences": tot["mojibake"], "entropy": seed_entropy(text)}))
         return findings
     char_junk, char_run, junk_n, tok_run = tot["char_junk"], tot["char_run"], tot["junk_tokens"], tot["tok_run"]
     char_share = char_junk / visible
@@ -513,7 +509,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     kinds = [k for k, _ in tot["kinds"].most_common()]
     share = min(1.0, max(char_share, tok_share))
     figures = {"junk_share": round(share, 3), "junk_chars": char_junk, "junk_tokens": junk_n, "tokens": tokens,
-               "longest_junk_run": char_run, "longest_junk_tokens": tok_run, "patterns": kinds, "entropy": seed_entropy()}
+               "longest_junk_run": char_run, "longest_junk_tokens": tok_run, "patterns": kinds, "entropy": seed_entropy(text)}
     if examined < len(text):
         figures["examined_chars"] = examined
     by_chars = (char_junk >= settings.garbled_warn_chars or (char_junk >= 8 and char_share >= settings.garbled_min_share)) \
