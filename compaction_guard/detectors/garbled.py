@@ -58,6 +58,8 @@ _CONT = "\u0080-\u00bf\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u01
 MOJIBAKE_RE = re.compile(
     f"[\u00c2-\u00df][{_CONT}]|[\u00e0-\u00ef][{_CONT}]{{2}}|[\u00f0-\u00f4][{_CONT}]{{3}}"
 )
+# Every match starts so (one character class: the regex engine skips to it in C): a gate.
+_MOJIBAKE_START_RE = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
 # The same bytes as a byte-level BPE vocabulary prints them: 'ãĥ¦' for one Japanese
 # character. GPT-2's byte map keeps 0xA1-0xAC and 0xAE-0xBF as themselves and puts the
 # other continuation bytes, 0x80-0xA0 and 0xAD, at U+0122-U+0143 (U+0100-U+0121 are
@@ -136,6 +138,10 @@ _PIECE_CHAR_RE = re.compile("[\u0120\u010a\u0109\u2581]")
 # Symbols prose hardly uses; random printable text is full of them. The gate for the
 # symbol patterns leaves out the two Markdown writes most (`|` tables, `**bold**`).
 _GATE_SYMBOLS = "#$%^&+={}[]\\;<>~`"
+# The gates count ASCII bytes of the text's UTF-8 (no multi-byte character holds one):
+# one C-level pass each, bytes.translate deleting every other byte.
+_ALL_BUT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
+_ALL_BUT_GATE_SYMBOLS = bytes(b for b in range(256) if chr(b) not in _GATE_SYMBOLS)
 
 
 def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
@@ -190,19 +196,23 @@ _SUSPECT_RE = re.compile(
 )
 
 
-# tried at token starts only: a long word is not scanned again from each of its letters
-_LONG_TOKEN_RE = re.compile(r"(?<!\S)\S{40}")
+# The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
+# in a row (two C-level passes: a translation, a substring search)
+_BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
+_BASE64_MAP = bytes(0x61 if b in _BASE64_BYTES else 0x20 for b in range(256))
 
 
 def _spans(text: str, settings) -> dict:
     """{pattern name: [(start, end), ...]} of junk in `text`."""
     spans = {}
+    raw = text.encode("utf-8", "surrogatepass")
     if not text.isascii() and _SUSPECT_RE.search(text):
         if "\ufffd" in text:
             spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
         if _PIECE_CHAR_RE.search(text):
             spans["tokenizer_pieces"] = _piece_spans(text, settings)
-        spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
+        if _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
+            spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
         if re.search("[\u0100-\u0143]", text):
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
             if len(bpe) >= 3:
@@ -212,13 +222,13 @@ def _spans(text: str, settings) -> dict:
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
-    if sum(map(text.count, "0123456789")) >= settings.token_id_run:
+    if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run:
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                               if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())
                               and not _counting(m.group())]
-    if _LONG_TOKEN_RE.search(text):      # a 40-character token at all (C-level gate)
+    if b"a" * 40 in raw.translate(_BASE64_MAP):      # 40 base64 characters in a row at all
         spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
-    if sum(map(text.count, _GATE_SYMBOLS)) >= 4:
+    if len(raw.translate(None, _ALL_BUT_GATE_SYMBOLS)) >= 4:
         spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
                                    and not _balanced_brackets(text[s:e]) and not _markup(text[s:e])] \
