@@ -121,6 +121,7 @@ REFUSAL_START_RE = re.compile(
 _BYTE_NOISE_RE = re.compile(r"[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _INFORMATIVE_RE = re.compile(r"[^\W_]", re.U)
 _CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
+_ALL_BUT_ALNUM = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalnum())
 
 
 def informative_chars(text: str, enough: int = 1 << 30) -> int:
@@ -133,9 +134,10 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         part = text[i:i + step]
         i += step
         step = 512
-        n += len(_INFORMATIVE_RE.findall(part))
-        if not part.isascii():
-            n += 2 * len(_CJK_CHAR_RE.findall(part))
+        if part.isascii():      # ASCII letters and digits, counted in C
+            n += len(part.encode("ascii").translate(None, _ALL_BUT_ALNUM))
+        else:
+            n += len(_INFORMATIVE_RE.findall(part)) + 2 * len(_CJK_CHAR_RE.findall(part))
         if n >= enough:
             break
     return n
