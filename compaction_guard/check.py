@@ -168,30 +168,10 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         for rec in records:
             yield finish(rec, _detect(_job(rec, settings, background=background)))
         return
-    if isinstance(records, list):
-        # records already in memory: the workers read them from the memory they inherit
-        # when forked, and only slice bounds and findings cross the pipes
-        global _SHARED
-        _SHARED = (records, settings, background)
-        try:
-            yield from _pooled(workers, ((records[lo:lo + BATCH], _detect_slice, (lo, lo + BATCH))
-                                         for lo in range(0, len(records), BATCH)), finish)
-        finally:
-            _SHARED = ()
-        return
     it = iter(records)
     batches = iter(lambda: list(itertools.islice(it, BATCH)), [])
     yield from _pooled(workers, ((b, _detect_batch, [_job(r, settings, background=background) for r in b])
                                  for b in batches), finish)
-
-
-# Set just before the worker processes fork: they read the records from inherited memory.
-_SHARED: tuple = ()
-
-
-def _detect_slice(bounds: tuple) -> list:
-    records, settings, background = _SHARED
-    return [_detect(_job(r, settings, background=background)) for r in records[bounds[0]:bounds[1]]]
 
 
 def _pooled(workers: int, tasks, finish) -> Iterator[Result]:
