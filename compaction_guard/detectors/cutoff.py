@@ -54,25 +54,33 @@ def _head(line: str, words: int = 2) -> str:
     return " ".join(_DIGIT_RE.sub("0", line).split()[:words])
 
 
+def _same_start(a: str, b: str) -> bool:
+    """Whether a and b start with the same character once digits are set aside (both
+    digits, or equal): what two lines need for one's digit-masked text to start like the
+    other's (a cheap test before masking them)."""
+    return a[:1] == b[:1] or (a[:1].isdecimal() and b[:1].isdecimal())
+
+
 def _short_item(text: str):
     # the last 12 lines that hold something (blank lines between items are spacing)
     lines = [ln.strip() for ln in text[-2000:].splitlines() if ln.strip()][-12:]
     if len(lines) < 3:
         return None
     last = lines[-1]
-    cut = _DIGIT_RE.sub("0", last)
-    if len(last) >= 3 and any(c.isalnum() for c in last) \
-            and any(len(ln) > len(last) and _DIGIT_RE.sub("0", ln).startswith(cut) for ln in lines[:-1]):
-        # the model began an earlier line again (digits set aside: `#4 - The most common`
-        # where `#3 - The most common error ...` goes on) and was stopped inside it (a
-        # closing fence or rule, no letter or digit, is not a line cut short)
-        return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
+    if len(last) >= 3 and any(c.isalnum() for c in last):
+        alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
+        cut = _DIGIT_RE.sub("0", last) if alike else ""
+        if alike and any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
+            # the model began an earlier line again (digits set aside: `#4 - The most common`
+            # where `#3 - The most common error ...` goes on) and was stopped inside it (a
+            # closing fence or rule, no letter or digit, is not a line cut short)
+            return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
     if len(last) >= 0.5 * max(len(ln) for ln in lines[:-1]):
         return None          # not shorter than the lines before it: nothing cut
     # the first two words (one, if that is all the last line has: `[12:36]`, `user: ת`)
     k = min(2, len(last.split()))
     head = _head(last, k)
-    peers = [len(ln) for ln in lines[:-1] if _head(ln, k) == head] if head else []
+    peers = [len(ln) for ln in lines[:-1] if _same_start(ln, last) and _head(ln, k) == head] if head else []
     if len(peers) >= 2 and len(last) < 0.5 * min(peers):
         return ("short-item", f"its last line stops where earlier lines like it go on ({last[-40:]!r})")
     return None
