@@ -50,7 +50,6 @@ the content.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -177,16 +176,49 @@ def _unit_at(data: bytes, start: int, settings) -> tuple:
 def _copies(data: bytes, p: int, at: int) -> tuple:
     """(begin, end) of the back-to-back copies of the p bytes before `at`."""
     unit = data[at - p:at]
-    j = at - p
-    while j - p >= 0 and data[j - p:j] == unit:
-        j -= p
+    j = at - p - p * _copies_from(data, unit, at - p, -1)
     # the copies may start inside the unit as found (a rotation of it): extend back
-    begin = j - len(os.path.commonprefix([data[max(0, j - p):j][::-1], unit[::-1]]))
-    j = at
-    while data[j:j + p] == unit:
-        j += p
-    end = j + len(os.path.commonprefix([data[j:j + p], unit]))   # cut by max_tokens inside a copy
+    begin = j - _common_prefix(data[max(0, j - p):j][::-1], unit[::-1])
+    j = at + p * _copies_from(data, unit, at, 1)
+    end = j + _common_prefix(data[j:j + p], unit)   # cut by max_tokens inside a copy
     return begin, end
+
+
+def _copies_from(data: bytes, unit: bytes, j: int, way: int) -> int:
+    """How many whole copies of `unit` stand back to back from j, forward (way 1) or
+    backward (way -1): a galloping search over C-level slice comparisons, so a loop of
+    thousands of copies costs a few dozen of them."""
+    p = len(unit)
+    most = len(data) // p
+
+    def fits(m: int, k: int) -> bool:       # the k copies after the first m
+        if m + k > most:
+            return False
+        if way > 0:
+            return data[j + m * p:j + (m + k) * p] == unit * k
+        return j - (m + k) * p >= 0 and data[j - (m + k) * p:j - m * p] == unit * k
+    m, step = 0, 1
+    while fits(m, step):
+        m += step
+        step *= 2
+    while step > 1:
+        step //= 2
+        if fits(m, step):
+            m += step
+    return m
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes a and b share: a binary search over C-level slice
+    comparisons (os.path.commonprefix compares them one by one in Python)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def period(data: bytes, start: int, length: int, settings, to_end: bool = False) -> tuple:
