@@ -71,8 +71,10 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
     A long text is done in pieces cut at whitespace: one pass over 10 MB would hold a
     list of every word (100 MB)."""
     if len(text) <= _PIECE:
-        if mask_digits:
-            text = _DIGITS_RE.sub("0", text)
+        if mask_digits and not text.isascii() and _OTHER_DIGIT_RE.search(text):
+            text = _DIGITS_RE.sub("0", text)        # digits of other scripts (٣, ३, ３): as a regex sees them
+        elif mask_digits:
+            return _mask_ascii_digits(" ".join(text.split()).encode("utf-8", "surrogatepass"))
         return " ".join(text.split()).encode("utf-8", "surrogatepass")
     out = []
     for _, piece in pieces(text, _PIECE):
@@ -83,6 +85,21 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
 
 
 _PIECE = 1 << 16
+# Decimal digits other than 0-9 (Arabic-Indic, Devanagari, full-width, ...): \d without them
+_OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
+
+
+def _mask_ascii_digits(data: bytes) -> bytes:
+    """Each run of the digits 0-9 set to one "0", in C: every digit made "0" (bytes.translate),
+    then the runs of "0" (each a run of digits) cut out and joined by one "0" again."""
+    data = data.translate(_DIGITS_TO_ZERO)
+    if b"0" not in data:
+        return data
+    body = b"0".join(filter(None, data.split(b"0")))
+    if not body:
+        return b"0"
+    return (b"0" if data[:1] == b"0" else b"") + body + (b"0" if data[-1:] == b"0" else b"")
 
 
 @dataclass
