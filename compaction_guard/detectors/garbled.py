@@ -142,6 +142,11 @@ _GATE_SYMBOLS = "#$%^&+={}[]\\;<>~`"
 # one C-level pass each, bytes.translate deleting every other byte.
 _ALL_BUT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
 _ALL_BUT_GATE_SYMBOLS = bytes(b for b in range(256) if chr(b) not in _GATE_SYMBOLS)
+# A run of n integers has n - 1 digits followed by a separator (space, comma, tab): digits as
+# "0" (and every byte of a multi-byte character, which may be another script's digit),
+# separators as " ", the rest as "a": the "0 " pairs counted are at least that many
+_NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b >= 0x80 else 0x20 if b in b" ,\t" else 0x61
+                         for b in range(256))
 
 
 def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
@@ -222,7 +227,8 @@ def _spans(text: str, settings) -> dict:
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
-    if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run:
+    if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
+            and raw.translate(_NUMBER_ENDS_MAP).count(b"0 ") >= settings.token_id_run - 1:
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                               if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())
                               and not _counting(m.group())]
