@@ -191,7 +191,7 @@ def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> 
     """The `empty` finding for a summary that is the prompt's template with its placeholders
     left in (see above); placeholders the input also has (a conversation about a template)
     do not count."""
-    if "[" not in text:
+    if text.count("[") < settings.empty_min_placeholders:      # each placeholder line holds one
         return []
     placeholders, content, shown = 0, 0, []
     for ln in text.splitlines():
