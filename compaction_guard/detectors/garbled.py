@@ -203,6 +203,16 @@ _SUSPECT_RE = re.compile(
 
 # The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
 # in a row (two C-level passes: a translation, a substring search)
+# The suspects split in two: characters beyond Latin-1's letters (controls, U+0100-U+0143,
+# U+2581, U+FFFD, the rare blocks: every replacement, piece, BPE-byte, rare and control
+# pattern needs one), and two Latin-1 characters in a row (every mojibake sequence and
+# latin-1 run starts so; accented letters in real words stand between ASCII ones)
+_ODD_CHAR_RE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2581\ufffd\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf"
+    "\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff\u2b00-\u2bff\u2900-\u2aff"
+    "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
+)
+_LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
 _BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
 _BASE64_MAP = bytes(0x61 if b in _BASE64_BYTES else 0x20 for b in range(256))
 
@@ -212,19 +222,25 @@ def _spans(text: str, settings) -> dict:
     spans = {}
     raw = text.encode("utf-8", "surrogatepass")
     if not text.isascii() and _SUSPECT_RE.search(text):
-        if "\ufffd" in text:
+        # most such text is Latin with accents: two gates say which patterns can match at all
+        odd = _ODD_CHAR_RE.search(text) is not None       # beyond Latin-1's letters
+        pair = _LATIN1_PAIR_RE.search(text) is not None   # two Latin-1 characters in a row
+        if odd and "\ufffd" in text:
             spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
-        if _PIECE_CHAR_RE.search(text):
+        if odd and _PIECE_CHAR_RE.search(text):
             spans["tokenizer_pieces"] = _piece_spans(text, settings)
-        if _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
+        if pair and _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
             spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
-        if re.search("[\u0100-\u0143]", text):
+        if odd and re.search("[\u0100-\u0143]", text):
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
             if len(bpe) >= 3:
                 spans.setdefault("tokenizer_pieces", []).extend(bpe)
-        spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
-        spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
-        spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
+        if odd:
+            spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
+        if pair:
+            spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
+        if odd:
+            spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     elif CONTROL_RE.search(text):
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
