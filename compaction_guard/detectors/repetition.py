@@ -71,11 +71,15 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
     A long text is done in pieces cut at whitespace: one pass over 10 MB would hold a
     list of every word (100 MB)."""
     if len(text) <= _PIECE:
-        if mask_digits and not text.isascii() and _OTHER_DIGIT_RE.search(text):
-            text = _DIGITS_RE.sub("0", text)        # digits of other scripts (٣, ३, ３): as a regex sees them
-        elif mask_digits:
-            return _mask_ascii_digits(" ".join(text.split()).encode("utf-8", "surrogatepass"))
-        return " ".join(text.split()).encode("utf-8", "surrogatepass")
+        text = " ".join(text.split())
+        data = text.encode("utf-8", "surrogatepass")
+        if not mask_digits:
+            return data
+        # digits of other scripts (٣, ३, ３: all from U+0660 up, so a UTF-8 lead byte from 0xD9
+        # up) are masked as a regex sees them
+        if not text.isascii() and _HIGH_LEAD_RE.search(data) and _OTHER_DIGIT_RE.search(text):
+            return _DIGITS_RE.sub("0", text).encode("utf-8", "surrogatepass")
+        return _mask_ascii_digits(data)
     out = []
     for _, piece in pieces(text, _PIECE):
         piece = normalize(piece, mask_digits)
@@ -87,6 +91,7 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
 _PIECE = 1 << 16
 # Decimal digits other than 0-9 (Arabic-Indic, Devanagari, full-width, ...): \d without them
 _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
+_HIGH_LEAD_RE = re.compile(rb"[\xd9-\xf4]")
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
