@@ -137,7 +137,9 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         if part.isascii():      # ASCII letters and digits, counted in C
             n += len(part.encode("ascii").translate(None, _ALL_BUT_ALNUM))
         else:
-            n += len(_INFORMATIVE_RE.findall(part)) + 2 * len(_CJK_CHAR_RE.findall(part))
+            n += len(_INFORMATIVE_RE.findall(part))
+            if n < enough:      # a CJK character counts twice more (certain already otherwise)
+                n += 2 * len(_CJK_CHAR_RE.findall(part))
         if n >= enough:
             break
     return n
@@ -152,7 +154,11 @@ def _headings_only(text: str) -> bool:
     else: a summary cut off before its first line of content."""
     if len(text) > 400:
         return False
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    if not _LABEL_LINE_RE.match(first.strip()):        # the first line says already
+        return False
+    lines = [ln.strip() for ln in lines if ln.strip()]
     # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
     # loop (repetition), not an empty summary
     if not lines or not all(_LABEL_LINE_RE.match(ln) for ln in lines):
@@ -166,9 +172,16 @@ def _is_skeleton(text: str) -> bool:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines or len(lines) > 40:
         return False
-    headings = [ln for ln in lines if HEADING_RE.match(ln) and not SKELETON_BODY_RE.match(ln)]
-    body = [ln for ln in lines if ln not in headings]
-    return bool(headings) and bool(body) and all(SKELETON_BODY_RE.match(ln) for ln in body)
+    # every line a skeleton's body line ('None captured.') or else a heading; at least one of each
+    headings = body = 0
+    for ln in lines:
+        if SKELETON_BODY_RE.match(ln):
+            body += 1
+        elif HEADING_RE.match(ln):
+            headings += 1
+        else:
+            return False
+    return headings > 0 and body > 0
 
 
 # An unfilled template: the prompt's format written back with its placeholders, not filled
