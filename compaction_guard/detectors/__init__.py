@@ -24,21 +24,27 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     word overlap, grounding support, identifier retention), whatever was found. `background`:
     the store's word frequencies (overlap.Background), in a check of a store."""
     findings = empty.detect(content, settings, input_tokens, input_text)
+    cut = []
+
+    def cut_off() -> list:         # asked by repetition and below: measured once
+        if not cut:
+            cut.append(cutoff.detect(content, settings))
+        return cut[0]
     if any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
         # loop of separators is both, and the loop says why.
-        return findings + repetition.detect(content, settings, input_text)
+        return findings + repetition.detect(content, settings, input_text, cut_off)
     findings += inflation.detect(output_tokens, input_tokens, settings)
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
     findings += garbled.detect(content, settings, input_text)
-    findings += repetition.detect(content, settings, input_text)
+    findings += repetition.detect(content, settings, input_text, cut_off)
     if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):
         # the prompt's template echoed with its placeholders (noise and loops say more)
         findings += empty.unfilled_template(content, settings, input_text)
     if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends
-        findings += cutoff.detect(content, settings)
+        findings += cut_off()
     # noise has no language to judge, nor a loop over most of the summary; a loop over less
     # leaves text in a language (an English paragraph then `0,` 200 times, of a Russian
     # history, is both). What it is about is judged only without either.

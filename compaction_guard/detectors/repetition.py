@@ -53,7 +53,7 @@ import itertools
 import re
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import zstandard
 
@@ -390,8 +390,9 @@ def _line_run(content: str) -> int:
     return best
 
 
-def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: Optional[str]):
-    """(loop?, unit, copies, at_end, share, finding-or-None) for one candidate stretch."""
+def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: Optional[str], cut_off):
+    """(loop?, unit, copies, at_end, share, finding-or-None) for one candidate stretch;
+    `cut_off()`: cutoff.detect's findings on the text."""
     unit, copies, end = period(data, stretch.start, stretch.length, settings,
                                to_end=stretch.start + stretch.length >= len(data))
     if not copies:
@@ -405,7 +406,7 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
             # enough copies only if they are word for word, or if max_tokens cut the text
             # inside one: three lines that differ in a version number, whole, are a list
             loop = word_for_word = _word_for_word(content, settings)
-            if not loop and cutoff.detect(content, settings):
+            if not loop and cut_off():
                 loop = masked = True
     else:
         loop = masked = share >= settings.loop_min_share and copies >= settings.loop_min_copies_inside \
@@ -436,7 +437,12 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     return loop, unit, copies, at_end, share, None
 
 
-def detect(content: str, settings, input_text: Optional[str] = None) -> list:
+def detect(content: str, settings, input_text: Optional[str] = None, cut_off: Optional[Callable[[], list]] = None) -> list:
+    """`cut_off`: cutoff.detect's findings on `content`, measured once for whoever asks first
+    (detectors.detect_all asks too); measured here when not given."""
+    if cut_off is None:
+        def cut_off():
+            return cutoff.detect(content, settings)
     data = normalize(content)
     n = len(data)
     if n < settings.loop_min_bytes:
@@ -468,7 +474,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         candidates.append(whole)
     warn = None
     for stretch in candidates:
-        loop, unit, copies, at_end, share, note = _verdict(content, data, stretch, settings, input_text)
+        loop, unit, copies, at_end, share, note = _verdict(content, data, stretch, settings, input_text, cut_off)
         if stretch is whole and not at_end and copies < settings.loop_min_copies_short:
             continue
         if note is not None:
@@ -493,7 +499,7 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     # wrong twice (prose restating itself), so it is a warning, not a failure; looked
     # for only when nothing else was found and the text ends in a low-novelty stretch.
     final = nov.final if warn is None else None
-    if final is not None and not cutoff.detect(content, settings):
+    if final is not None and not cut_off():
         final = None
     if final is not None and final.length < settings.loop_template_min_share * n <= 4 * settings.loop_template_min_bytes:
         # in a short text the coarse blocks may miss the start of the stretch: measure finely
