@@ -7,6 +7,9 @@ a summary is garbled when junk covers `garbled_min_share` of it, when one junk
 region is `garbled_min_run_chars` long (a good start with a garbage tail), or when
 it holds `mojibake_min_sequences` mojibake sequences. Every pattern runs as one
 C-level regex over the text; Python only looks at the few candidates it returns.
+Cheaper gates first say which patterns can match at all (counts of ASCII bytes with
+bytes.translate, one character class for the non-Latin-1 suspects, one for two Latin-1
+characters in a row): most text runs none of them.
 """
 from __future__ import annotations
 
@@ -201,8 +204,6 @@ _SUSPECT_RE = re.compile(
 )
 
 
-# The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
-# in a row (two C-level passes: a translation, a substring search)
 # The suspects split in two: characters beyond Latin-1's letters (controls, U+0100-U+0143,
 # U+2581, U+FFFD, the rare blocks: every replacement, piece, BPE-byte, rare and control
 # pattern needs one), and two Latin-1 characters in a row (every mojibake sequence and
@@ -213,6 +214,8 @@ _ODD_CHAR_RE = re.compile(
     "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
 )
 _LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
+# The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
+# in a row (two C-level passes: a translation, a substring search)
 _BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
 _BASE64_MAP = bytes(0x61 if b in _BASE64_BYTES else 0x20 for b in range(256))
 
