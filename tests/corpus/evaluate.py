@@ -54,6 +54,7 @@ language_drift, ungrounded or invented_identifiers failure on any good set; reca
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from functools import lru_cache
@@ -605,10 +606,12 @@ def main(argv=None) -> int:
                 for i in ids:
                     why = res["reasons"].get((st, i), {}).get(kind, "")
                     print(f"  {what:<12} {st:<12} {kind:<18} {i:<50} {by_id[(st, i)].content[:60]!r} {why[:140]}")
+    # with --json, stdout holds the JSON alone: what follows goes to stderr
+    say = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     for (st, kind), why in NOT_HELD.items():
         c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
         if c["neg"]:
-            print(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
+            say(f"\nnot held to the false-alarm target: {st}/{kind} {c['fa']}/{c['neg']}: {why}")
     short_of = (
         ("language_drift", ("model", "openclaw", "gemma", "pairs"), TARGET_DRIFT_RECALL, "the misses are tool-log histories partly in the "
          "summary's language, copies of a history's lines in another language, and loops"),
@@ -620,7 +623,7 @@ def main(argv=None) -> int:
             c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
             if c["pos"] and c["hit"] / c["pos"] < target:
                 sep = ";" if kind == "language_drift" else ":"
-                print(f"\nnot yet held (issue #12 in progress): {st}/{kind} recall {c['hit']}/{c['pos']} "
+                say(f"\nnot yet held (issue #12 in progress): {st}/{kind} recall {c['hit']}/{c['pos']} "
                       f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
     if args.ungrounded_review:
         print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
@@ -629,9 +632,9 @@ def main(argv=None) -> int:
                 print(f"  {it.id}: {it.content[:160]!r}\n      input: {it.input_text[:120]!r}")
     problems = targets_missed(res)
     if problems:
-        print("\nTARGETS MISSED:\n  " + "\n  ".join(problems))
+        say("\nTARGETS MISSED:\n  " + "\n  ".join(problems))
         return 1
-    print("\nall targets met")
+    say("\nall targets met")
     return 0
 
 
