@@ -126,6 +126,49 @@ def test_repetition_forms(loop):
     assert "repetition" in kinds(loop)
 
 
+@pytest.mark.parametrize("text", [
+    "", "0", "2026", "12 ms, 7 s", "007 agent", "v1.2.3\n\tport 8080  ", "ab", "0a0", "a00",
+    "\u0663\u0664 items, 12 ms",            # Arabic-Indic digits next to 0-9
+    "\uff11\uff12\u3000\u4efb\u52a1 3",            # full-width digits, an ideographic space
+    "caf\u00e9 42\u00a0\u20ac", "\u0909\u0967\u0968 9",   # a no-break space; Devanagari digits
+])
+def test_normalize_masks_digits_as_the_regex_does(text):
+    """repetition.normalize masks digits on bytes where it can: the same bytes as the plain
+    definition (every run of Unicode digits one "0", whitespace collapsed, UTF-8)."""
+    import re
+    from compaction_guard.detectors.repetition import normalize
+    plain = " ".join(re.sub(r"\d+", "0", text).split()).encode("utf-8", "surrogatepass")
+    assert normalize(text) == plain
+    assert normalize(text, mask_digits=False) == " ".join(text.split()).encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("data, p, at", [
+    (b"xyabababababz", 2, 6), (b"abababab", 2, 2), (b"abcabcabcab", 3, 6), (b"ab" * 500 + b"a", 2, 500),
+    (b"qqqq", 1, 1), (b"xabcabc", 3, 7), (b"zzabcab", 3, 5),
+])
+def test_copies_count_back_to_back_copies(data, p, at):
+    """repetition._copies (galloping and binary searches) against the copy-by-copy definition:
+    whole copies of the unit before `at` extended both ways, then the ragged ends."""
+    from compaction_guard.detectors.repetition import _copies
+    unit = data[at - p:at]
+    j = at - p
+    while j - p >= 0 and data[j - p:j] == unit:
+        j -= p
+    back = data[max(0, j - p):j][::-1]
+    k = 0
+    while k < min(len(back), p) and back[k] == unit[::-1][k]:
+        k += 1
+    begin = j - k
+    j = at
+    while data[j:j + p] == unit:
+        j += p
+    rest = data[j:j + p]
+    k = 0
+    while k < len(rest) and rest[k] == unit[k]:
+        k += 1
+    assert _copies(data, p, at) == (begin, j + k)
+
+
 @pytest.mark.parametrize("marker", ["[TRUNCATED]", "[FALLBACK]", "[Truncated from 48211 tokens]",
                                     "[LCM fallback summary; truncated for context management]", "[Capped from 9000 tokens to ~2000]",
                                     "[Capped]", "[Truncated for context management]", "[... 12 lines truncated ...]",
