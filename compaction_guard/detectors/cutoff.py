@@ -69,8 +69,8 @@ def _short_item(text: str):
     last = lines[-1]
     if len(last) >= 3 and any(c.isalnum() for c in last):
         alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
-        cut = _DIGIT_RE.sub("0", last) if alike else ""
-        if alike and any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
+        cut = _DIGIT_RE.sub("0", last)
+        if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
             # the model began an earlier line again (digits set aside: `#4 - The most common`
             # where `#3 - The most common error ...` goes on) and was stopped inside it (a
             # closing fence or rule, no letter or digit, is not a line cut short)
