@@ -96,6 +96,10 @@ class Settings:
     loop_min_unit_bytes_masked: int = 6
     # ... a shorter one (a bare number: `1.`, `2.`, `3.`) this many times: a count run on.
     loop_min_copies_numbers: int = 32
+    # ... and so does a run of one-word names whose numbers neither repeat nor count
+    # (`rfc1321.txt rfc1939.txt ...`, `SUP-77410, SUP-77415, ...`: a list of identifiers):
+    # at least this share of the steps between one number and the next are distinct.
+    loop_list_min_distinct_steps: float = 0.75
     # A unit with no letter or digit (a rule, a separator, U+FFFD) only over this many bytes.
     loop_min_bytes_symbols: int = 256
     loop_min_bytes: int = 40

@@ -208,6 +208,27 @@ def test_loop_with_a_counter_but_not_an_enumeration():
     assert validate(table, input=table.replace("|", " ")).valid
 
 
+def test_a_list_of_names_whose_numbers_neither_repeat_nor_count_is_not_a_loop():
+    # the end of a real README (libsasl2-2's README.Debian): thirteen file names, one word
+    # each, that differ only in their numbers, and not by a count
+    rfcs = ("Also see the following RFC\ndocuments, which are currently not distributed with the Debian packages:\n\n"
+            "  rfc1321.txt rfc1939.txt rfc2104.txt rfc2195.txt rfc2222.txt\n"
+            "  rfc2243.txt rfc2245.txt rfc2289.txt rfc2444.txt rfc2595.txt\n  rfc2831.txt rfc2945.txt rfc3174.txt")
+    assert validate(rfcs).valid
+    # OpenClaw's safeguard summary ends on its identifiers
+    tickets = ("## Decisions\n- Refunds go through the billing queue.\n\n## Exact identifiers\n"
+               "SUP-77410, SUP-77415, SUP-77422, SUP-77431, SUP-77440, SUP-77452, SUP-77460, SUP-77471")
+    assert validate(tickets).valid
+    # the same names through a counter, a name that comes back, or run on past a list's length: loops
+    assert kinds("Summary of the run: " + " ".join(f"prjer_{i}" for i in range(2382, 2394))) == ["repetition"]
+    assert kinds("Tickets: " + ", ".join(f"SUP-{n}" for n in [77410, 77415, 77422, 77410, 77431, 77440, 77452, 77460, 77471])) \
+        == ["repetition"]
+    assert kinds("ids: " + ", ".join(f"SUP-{i * 7919 % 100000}" for i in range(1, 40))) == ["repetition"]
+    # a longer unit with new numbers is how a model loops (`**web-9** **17:49**`): left a loop
+    hosts = [(9, 17, 49), (6, 18, 3), (4, 18, 13), (5, 18, 22), (1, 18, 29), (2, 18, 38), (7, 18, 44), (3, 18, 51)]
+    assert kinds("Hosts:\n" + " ".join(f"**web-{h}** **{a}:{b:02d}**" for h, a, b in hosts)) == ["repetition"]
+
+
 def test_identical_lines_quoted_in_a_closed_code_block_are_a_warning_not_a_loop():
     spec = "Final deployment spec:\n```yaml\nkind: Deployment\nmetadata:\n  name: search-api\nspec:\n  replicas: 3\n```\n"
     log = "curl: (7) Failed to connect to localhost port 5432: Connection refused\n" * 5
@@ -287,6 +308,13 @@ def test_cut_off_is_a_warning_named_so():
     said = "The user asked to resume the migration after the backup.\nLast user message: \"please continue\""
     assert not any(w.startswith("cut_off") for w in validate(said).warnings)
     assert any(w.startswith("cut_off") for w in validate(said + '\nNext the user wrote: "').warnings)
+    # a URL or a path that ends on a slash is a whole name, a rule ends a section (real READMEs
+    # end so); a word cut on a slash, or a dangling `=`, does not end anything
+    for end in ("\nDocs: https://www.gnu.org/software/tar/manual/", "\n- Logs: /var/log/openclaw/",
+                "\n" + "=" * 40):
+        assert not any(w.startswith("cut_off") for w in validate(ENGLISH + end).warnings), end
+    for end in ("\nThe user asked for the logs and/", "\nThe next step sets LIMIT ="):
+        assert any(w.startswith("cut_off") for w in validate(ENGLISH + end).warnings), end
 
 
 def test_error_label_about_the_conversation_is_a_summary():

@@ -102,9 +102,13 @@ def detect(content: str, settings) -> list:
         sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
     elif ("```" in text or "~~~" in text) and len(_FENCE_RE.findall(text)) % 2 == 1:
         sign = ("unclosed-wrapper", "a code fence is never closed")
-    elif text.endswith(_DANGLING) and not text.endswith(("--", "-->", ":)", "://")) \
-            and not (text[-1] in "\"'" and text[text.rfind("\n") + 1:].count(text[-1]) % 2 == 0):
-        # a straight quote that closes one its line opened ("please continue") ends a quotation
+    elif text.endswith(_DANGLING) and not text.endswith(("--", "==", "-->", ":)", "://")) \
+            and not (text[-1] in "\"'" and text[text.rfind("\n") + 1:].count(text[-1]) % 2 == 0) \
+            and not (text[-1] == "/" and text.rsplit(None, 1)[-1].count("/") >= 2):
+        # a straight quote that closes one its line opened ("please continue") ends a quotation;
+        # a rule (`-----`, `=====`) ends a section; a URL or a path that ends on a slash
+        # (`https://www.gnu.org/software/tar/manual/`, `/var/log/`) is a whole name: the last
+        # lines of real READMEs and changelogs end so (32 of 1,588 ends)
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
     else:
         # the end is what matters: the last lines, and how the lines before them end

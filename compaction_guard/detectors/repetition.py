@@ -375,6 +375,31 @@ def _copied_from_input(data: bytes, stretch: Stretch, input_text: Optional[str])
     return bool(probes) and sum(1 for p in probes if p in source) >= 0.5 * len(probes)
 
 
+def _names_list(content: str, unit: bytes, copies: int, begin: int, masked_size: int, settings) -> bool:
+    """Whether copies of a one-word unit (digits set aside) are a list of names: each
+    copy's numbers new (none repeats) and not a count (the steps between one and the next
+    mostly differ): `rfc1321.txt rfc1939.txt rfc2104.txt ...` (a real README), a summary's
+    `SUP-77410, SUP-77415, SUP-77422, ...`. A loop through a counter or a clock steps
+    evenly (`-xwininfo(14)`, `(15)`, ...) or comes back to its numbers; a loop that writes
+    new numbers does it in longer units (`**web-9** **17:49**`, dates with a counter),
+    which this leaves alone. Looked for in the text with its digits only where the copies
+    can be, as in _verbatim."""
+    word = unit.strip()
+    if len(word) >= settings.loop_min_unit_bytes or copies >= settings.loop_min_copies_numbers \
+            or b" " in word or b"0" not in word:
+        return False
+    raw = normalize(content, mask_digits=False)
+    grown = len(raw) - masked_size
+    pattern = re.compile(re.escape(word).replace(b"0", rb"(\d+)"))
+    window = begin + 2 * grown + (copies + 1) * len(unit)
+    numbers = [m.groups() for m in itertools.islice(pattern.finditer(raw, begin, window), copies)]
+    if len(numbers) < 3 or len(set(numbers)) < len(numbers):
+        return False
+    values = [int(b"".join(n)) for n in numbers]
+    steps = [b - a for a, b in zip(values, values[1:])]
+    return len(set(steps)) >= settings.loop_list_min_distinct_steps * len(steps)
+
+
 def _describe(unit: bytes) -> str:
     return unit[:200].decode("utf-8", "ignore").strip()[:50]
 
@@ -431,6 +456,9 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
                 "repetitive", f"{_describe(unit)!r} repeated {copies} times inside a code block that closes after "
                 "them: quoted output", failure=False,
                 figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})
+    if loop and masked and _names_list(content, unit, copies, max(0, end - copies * len(unit) - len(unit)),
+                                       len(data), settings):
+        return False, unit, copies, at_end, share, None
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
             and not (word_for_word if word_for_word is not None else _word_for_word(content, settings)):
         return False, unit, copies, at_end, share, Finding(
