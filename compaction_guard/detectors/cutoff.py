@@ -108,7 +108,8 @@ def detect(content: str, settings) -> list:
         # a straight quote that closes one its line opened ("please continue") ends a quotation;
         # a rule (`-----`, `=====`) ends a section; a URL or a path that ends on a slash
         # (`https://www.gnu.org/software/tar/manual/`, `/var/log/`) is a whole name: the last
-        # lines of real READMEs and changelogs end so (32 of 1,588 ends)
+        # lines of real READMEs and changelogs end so (18 URLs or paths and 2 rules on a probe of 1,588:
+        # tests/corpus/real/collect_docs.py)
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
     else:
         # the end is what matters: the last lines, and how the lines before them end

@@ -362,6 +362,23 @@ def human_items() -> list:
     return items
 
 
+def docs_items() -> list:
+    """Real READMEs, NEWS files, changelogs and package descriptions (collect_docs.py): good
+    text in a summary's shape (headings, lists, paths, versions, ids, code). A tail ends
+    where its document ends: not cut off. A head ends where a paragraph ends, which may
+    announce the next one ("as follows:"): its cut_off is not judged."""
+    path = REAL / "docs.jsonl"
+    if not path.exists():
+        return []
+    items = []
+    for line in open(path, encoding="utf-8"):
+        r = json.loads(line)
+        truth = _truth_all(False)
+        truth["cut_off"] = False if r["part"] == "tail" else None
+        items.append(Item(r["id"], "docs", r["lang"], r["text"], truth))
+    return items
+
+
 def hand_items() -> list:
     samples = (build() + build(seed=7, base="holdout.yaml") + build(seed=11, base="adversarial.yaml")
                + build(seed=13, base="fresh.yaml"))
@@ -387,14 +404,14 @@ def hand_items() -> list:
     return items
 
 
-SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "pairs", "grounding", "development", "held-out", "adversarial",
-        "fresh")
+SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
+        "adversarial", "fresh")
 
 
 def all_items() -> list:
     models = model_items()
     return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
-        + human_items() + pair_items() + grounding_items() + hand_items()
+        + human_items() + docs_items() + pair_items() + grounding_items() + hand_items()
 
 
 def store_verdict(items: list, settings=DEFAULT):
@@ -546,8 +563,8 @@ def targets_missed(res: dict) -> list:
     problems = []
     cells, good = res["cells"], res["good"]
     for (st, lang), (n, alarmed, ids) in good.items():
-        if st == "human" and alarmed:
-            problems.append(f"human/{lang}: {alarmed} false alarm(s) ({_ids(ids, 3)})")
+        if st in ("human", "docs") and alarmed:
+            problems.append(f"{st}/{lang}: {alarmed} false alarm(s) ({_ids(ids, 3)})")
     for st in SETS:
         for kind in FAILURE_KINDS:
             c = _sum(cells, lambda s, lang, k: s == st and k == kind)
