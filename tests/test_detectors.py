@@ -72,6 +72,27 @@ def test_garbled_forms(noise):
     assert kinds(noise) == ["garbled"]
 
 
+def test_names_joined_by_hyphens_are_not_base64_and_one_mojibake_sequence_is_a_warning_if_ftfy_agrees():
+    import base64
+    import random
+    # real changelog lines (Debian's): patch names are words joined by hyphens and underscores
+    log = ("  * Update patches\n    - Drop Compile_with_FILE_OFFSET_BITS_64_on_32-bit_Linux.patch\n"
+           "    - Add 0001-Use-g_strjoinv-instead-of-g_strjoin.patch\n"
+           "  * d/p/build-Update-use-of-link_whole-for-meson-0.52.patch: refreshed\n")
+    r = validate(ENGLISH + "\n" + log)
+    assert r.valid and not r.warnings
+    # URL-safe base64 (`-` and `_` among its digits) stays noise
+    rng = random.Random(5)
+    blob = base64.urlsafe_b64encode(bytes(rng.randrange(256) for _ in range(300))).decode()
+    assert "garbled" in kinds(ENGLISH + "\n" + blob)
+    # one sequence under the failure's three: a warning that says what it reads as, when ftfy
+    # reads it as mojibake; a real text's quoted `‘ß’` is not
+    r = validate("The user from MÃ¼nchen asked about the refund for last week's order; we approved it and closed it.")
+    assert r.valid and any("reads as 'ü'" in w for w in r.warnings)
+    r = validate("The user asked whether the final input character ‘ß’ sorts after 's'; we checked the locale settings.")
+    assert r.valid and not r.warnings
+
+
 def test_garbage_tail_after_good_start():
     import base64
     import random

@@ -132,7 +132,12 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
     core = text[start:end].strip("=")
     if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):
         return False
-    return _class_switch_rate(core) >= 0.3
+    # the case chaos is measured inside the pieces a hyphen or an underscore joins: words
+    # joined into a name (`0001-Use-g_strjoinv-instead-of-g_strjoin.patch`,
+    # `Compile_with_FILE_OFFSET_BITS_64_on_32-bit_Linux`: real changelogs) switch class at
+    # their joints only; base64 (URL-safe too: `-` and `_` are 2 of its 64 digits) switches
+    # about twice in three characters wherever it is cut
+    return _class_switch_rate(core.replace("-", "").replace("_", "")) >= 0.3
 
 
 _NONSPACE_RE = re.compile(r"\S*")
@@ -559,10 +564,17 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         findings.append(Finding("garbled", f"{least}{share:.0%} of the text is {where} "
                                 f"({', '.join(k.replace('_', ' ') for k in kinds[:3])}; {how}): not language; "
                                 "re-run compaction, check the model and decoding", figures=figures))
-    elif char_junk >= settings.garbled_warn_chars or junk_n >= 2 or tot["mojibake"]:
+    elif char_junk >= settings.garbled_warn_chars or junk_n >= 2:
         findings.append(Finding("noise", f"{char_junk} chars and {junk_n} tokens look like noise "
                                 f"({', '.join(kinds[:2]) or 'mojibake'}), {share:.1%} of the text", failure=False,
                                 figures=figures))
+    elif tot["mojibake"] and _ftfy_fix(tot["moji_sample"]):
+        # fewer mojibake sequences than a failure needs: a warning, when ftfy reads one as
+        # mojibake too (`Ã©` is `é`; `ß’`, a real text's quoted `‘ß’`, is left as it is)
+        figures["mojibake_sequences"] = tot["mojibake"]
+        findings.append(Finding("noise", f"{tot['mojibake']} mojibake sequence(s) like {tot['moji_sample']!r} (reads as "
+                                f"{_ftfy_fix(tot['moji_sample'])!r}): part of the text was decoded with the wrong "
+                                "encoding", failure=False, figures=figures))
     return findings
 
 
