@@ -847,3 +847,46 @@ def test_a_json_logs_keys_and_levels_do_not_make_its_language_english():
     assert "language_drift" in validate(out["output"], input=hist).failures
     ja = "ログによると、compactor の処理中に設定ファイルの読み込みに失敗し、gateway が再試行を繰り返していました。"
     assert "language_drift" not in validate(ja, input=hist).failures
+
+
+def _real(path, ident, key="output"):
+    rows = {r["id"]: r for r in map(json.loads, open(Path(__file__).parent / "corpus" / "real" / path, encoding="utf-8"))}
+    return rows[ident]
+
+
+def test_the_lexicon_knows_words_and_not_word_salad():
+    from compaction_guard.detectors import lexicon
+    for lang, words in {"en": ["summary", "repository", "deployment"], "de": ["Zusammenfassung", "Datei"],
+                        "pl": ["wyjście", "plik"], "ar": ["المستند", "الملف"], "hi": ["अनुभाग", "फ़ाइल"],
+                        "tr": ["İstanbul", "DOSYA"], "ru": ["файл", "Сообщение"]}.items():
+        for w in words:
+            assert lexicon.normalize(w, lang) in lexicon.lexicon(lang), (lang, w)
+    # words of the real word salads (model outputs read by hand: tests/corpus/real/model_review.yaml)
+    for lang, words in {"pl": ["zaloguły", "rządzenkij", "wybąwajak"], "hi": ["मांचैका", "आईलच्या"],
+                        "ar": ["للصناطف", "التيخشتها"], "uk": ["нахідкуете", "опціальное"]}.items():
+        assert sum(lexicon.normalize(w, lang) in lexicon.lexicon(lang) for w in words) == 0, (lang, words)
+    assert lexicon.lexicon("zh") is None and lexicon.lexicon("xx") is None
+    assert lexicon.lexicon("no") is lexicon.lexicon("nb")            # fastText's code, wordfreq's list
+    # names in code are not words
+    assert list(lexicon.plain_words("kenji on lib/SessionControllerImpl#1 -Iglobal `x` file.txt and the user's notes")) \
+        == ["kenji", "and", "the", "user", "notes"]
+
+
+def test_word_salad_in_the_history_s_letters_is_ungrounded_and_real_words_are_not():
+    from compaction_guard.detectors import grounding, overlap
+    from compaction_guard.settings import DEFAULT
+    hist = {h["id"]: h["text"] for h in map(json.loads, open(Path(__file__).parent / "corpus" / "real" /
+                                                              "openclaw_histories.jsonl", encoding="utf-8"))}
+    for ident in ("oc027-pl-chat-r1", "oc070-hi-chat-r1"):
+        out = _real("model_openclaw.jsonl", ident)
+        r = validate(out["output"], input=hist[out["history"]])
+        assert "ungrounded" in r.failures and "word salad" in r.reasons["ungrounded"], ident
+        f = next(f for f in r.findings if f.kind == "ungrounded")
+        assert f.figures["salad_lower_bound"] >= DEFAULT.ungrounded_salad_min_unknown
+    # a real overview of its own page, in Hungarian (wordfreq's smaller list), shares a fifth of
+    # its words with the page and is made of words: grounded
+    page = _real("grounding.jsonl", "gr-hu-unexpand.1")
+    assert validate(page["summary"], input=page["input"]).valid
+    odd = grounding.salad(page["summary"], overlap.InputView(page["input"]), DEFAULT)
+    low = 1 - grounding.upper_bound(1 - odd[0] / odd[1], odd[1], DEFAULT.ungrounded_confidence_z)
+    assert low < DEFAULT.ungrounded_salad_min_unknown

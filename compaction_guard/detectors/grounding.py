@@ -24,12 +24,19 @@ rarely the store's inputs use it (overlap.Background), occur in the input: the w
 input of an agent shares are its genre, not a subject. Only when the summary is in the input's
 language (shared function words above `language_same_overlap`, or fastText says so):
 a summary in another language shares no words with its input whatever it says, and
-language_drift speaks for it. Measured on real text (tests/corpus/evaluate.py, set
+language_drift speaks for it. Word salad (`Pogodzki, użyła, zaloguły, wierzeć`: a small model
+writing the history's letters in no words of its language) shares a few of the history's
+words and passes those rules; at a support up to `ungrounded_salad_max_support` it is
+ungrounded when one can be sure (`ungrounded_confidence_z`) that over
+`ungrounded_salad_min_unknown` of its words are neither in the input nor words of its
+language, its input's or English (detectors/lexicon.py: real text stays under 0.25).
+Measured on real text (tests/corpus/evaluate.py, set
 `grounding`: Debian manual pages' overviews against their own page and another page in
 the same language; set `model`: SmolLM2's outputs read by hand at low support).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 from typing import NamedTuple, Optional
@@ -37,6 +44,7 @@ from typing import NamedTuple, Optional
 from ..findings import Finding
 from ..tokens import CJK_RE
 from . import identifiers as ids
+from .language import _name
 from .overlap import InputView
 
 
@@ -124,6 +132,42 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     return Support(share, n_units, shown, pairs / n_units if n_units else 0.0, distinct, t_total)
 
 
+def salad(content: str, view: InputView, settings) -> Optional[tuple]:
+    """(words in no dictionary, words judged, a few of them, the language) of the summary,
+    or None when the summary's language has no word list (Chinese, Japanese, Korean, a
+    language wordfreq lacks) or the summary has too few words. A word counts when it is
+    neither in the input nor a word of the summary's language, of the input's or of English
+    (technical English runs through every language's summaries): detectors/lexicon.py. Names in code
+    (`SessionControllerImpl`, `lib/session.go`, `--user`, `-Iglobal`) are not words and
+    are not judged."""
+    from . import lexicon
+    from .language import identify
+    words = list(itertools.islice(lexicon.plain_words(content), settings.ungrounded_salad_max_words))
+    if len(words) < settings.ungrounded_min_units:
+        return None
+    # the summary's words in the summary's language, and in its input's (a page whose body
+    # was left in English under a translated overview reads as English)
+    lang = identify(content)[0]
+    langs = [x for x in dict.fromkeys((lang, identify(view.text)[0] if view.text else lang, "en"))
+             if lexicon.lexicon(x) is not None]
+    if lang not in langs:
+        return None
+    have = view.unit_set
+    verdict = {}
+    unknown = 0
+    shown = []
+    for w in words:
+        odd = verdict.get(w)
+        if odd is None:
+            odd = verdict[w] = w.lower().encode("utf-8", "surrogatepass") not in have \
+                and not any(lexicon.normalize(w, x) in lexicon.lexicon(x) for x in langs)
+        if odd:
+            unknown += 1
+            if len(shown) < 5 and w not in shown:
+                shown.append(w)
+    return unknown, len(words), shown, lang
+
+
 def weighted_share(mine, have, common, background) -> Optional[float]:
     """The share of the summary's distinct content units found in the input, each weighted
     by its rarity among the store's inputs (overlap.Background); None without a background."""
@@ -167,6 +211,12 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
         if share > limit and bound > below else None
     if weighted is not None:
         figures["weighted_support"] = round(weighted, 3)
+    odd = salad(content, view, settings) if share <= settings.ungrounded_salad_max_support \
+        and share > limit and bound > below and not (weighted is not None
+                                                    and weighted <= settings.ungrounded_max_weighted_support) else None
+    odd_low = 1 - upper_bound(1 - odd[0] / odd[1], odd[1], settings.ungrounded_confidence_z) if odd else 0.0
+    if odd:
+        figures.update(salad_words=odd[1], salad_unknown=odd[0], salad_lower_bound=round(odd_low, 3), language=odd[3])
     if share <= limit:
         why = f"only {share:.0%} of the summary's {n} content words occur in the history"
     elif bound <= below:
@@ -175,6 +225,11 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
     elif weighted is not None and weighted <= settings.ungrounded_max_weighted_support:
         why = (f"only {weighted:.0%} of the summary's content words occur in the history, each weighed by how rarely "
                f"this store's inputs use them ({share:.0%} unweighted: the words they share are the genre's)")
+    elif odd and odd_low >= settings.ungrounded_salad_min_unknown:
+        return [Finding("ungrounded", f"{odd[0]} of the summary's {odd[1]} words are neither in the history nor words of "
+                        f"{_name(odd[3])} or English (like {', '.join(repr(w) for w in odd[2][:4])}), and "
+                        f"{share:.0%} of its content words occur in the history: word salad, or names the history "
+                        "never mentions; it is about nothing in the history; re-run compaction", figures=figures)]
     else:
         return []
     return [Finding("ungrounded", f"{why} (not in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about "

@@ -75,7 +75,7 @@ from build import build  # noqa: E402
 from compaction_guard import DEFAULT, FAILURE_KINDS  # noqa: E402
 from compaction_guard import seed_rules  # noqa: E402
 from compaction_guard.check import background_of, check_record  # noqa: E402
-from compaction_guard.detectors import StaleTracker  # noqa: E402
+from compaction_guard.detectors import StaleTracker, grounding  # noqa: E402
 from compaction_guard.records import SummaryRecord  # noqa: E402
 from compaction_guard.tokens import seed_tokens  # noqa: E402
 
@@ -559,6 +559,38 @@ def report(res: dict, title: str, sets=SETS, by_lang: bool = True) -> str:
     return "\n".join(lines)
 
 
+class _Nothing:
+    """An input with no words (the word-salad measure of a text that nothing excuses)."""
+    def __init__(self, text: str):
+        self.text = text
+        self.unit_set = frozenset()
+
+
+def salad_on_real_text(settings=DEFAULT) -> list:
+    """ungrounded's word-salad measure (the Wilson lower bound of the share of a text's words
+    that are neither in its input nor words of its language or English) on real human text,
+    highest first: each human excerpt against the next one in its language (the `pairs`
+    construction), each manual-page overview against the rest of its page, each Debian
+    document against nothing (its own language read from itself). The rule needs
+    ungrounded_salad_min_unknown: real text must stay under it in every language. (Against
+    nothing, an overview that lists its commands, `unxz, xzcat, lzma, unlzma`, would not:
+    names the input does not hold are not words; the rule runs only where there is an input.)"""
+    from compaction_guard.detectors.overlap import InputView
+    out = []
+    for it in pair_items():
+        if it.truth.get("language_drift") is False:
+            out.append((it, InputView(it.input_text)))
+    out += [(it, InputView(it.input_text)) for it in grounding_items() if "<-" not in it.id]
+    out += [(it, _Nothing(it.content)) for it in docs_items()]
+    rows = []
+    for it, view in out:
+        r = grounding.salad(it.content, view, settings)
+        if r:
+            low = 1 - grounding.upper_bound(1 - r[0] / r[1], r[1], settings.ungrounded_confidence_z)
+            rows.append((round(low, 3), it.set, it.lang, it.id, r[2][:4]))
+    return sorted(rows, reverse=True)
+
+
 def targets_missed(res: dict) -> list:
     problems = []
     cells, good = res["cells"], res["good"]
@@ -648,6 +680,14 @@ def main(argv=None) -> int:
             if it.set in ("model", "openclaw", "gemma") and "ungrounded" in res["reasons"].get((it.set, it.id), {}):
                 print(f"  {it.id}: {it.content[:160]!r}\n      input: {it.input_text[:120]!r}")
     problems = targets_missed(res)
+    if wanted & {"human", "docs", "grounding", "pairs"}:
+        salad = salad_on_real_text()
+        top = salad[0] if salad else None
+        say(f"\nword-salad measure on real text ({len(salad)}: human excerpts against the next in their language, "
+            f"overviews against their page, documents against nothing): highest {top[0] if top else 0} ({top[1:4] if top else ''}), "
+            f"the rule needs {DEFAULT.ungrounded_salad_min_unknown}")
+        if top and top[0] >= DEFAULT.ungrounded_salad_min_unknown:
+            problems.append(f"word salad measured on real text: {top}")
     if problems:
         say("\nTARGETS MISSED:\n  " + "\n  ".join(problems))
         return 1
