@@ -37,9 +37,14 @@ _MARK_RE = re.compile("[%s\u0640]" % re.escape("".join(c for c in _MARKS if unic
 _CODE_TOKEN_RE = re.compile(r"[/\\_#@=<>{}\[\]`$%^&*|~\d]|^[-+]|[^\W\d_]\.[^\W\d_]|[a-z][A-Z]")
 
 
+_TOKEN_RE = re.compile(r"\S+")
+
+
 def plain_words(text: str):
-    """The words of 3 or more letters of the text's tokens that are not names in code."""
-    for token in text.split():
+    """The words of 3 or more letters of the text's tokens that are not names in code, one
+    at a time (a caller that wants the first 512 reads no further)."""
+    for m in _TOKEN_RE.finditer(text):
+        token = m.group()
         if _CODE_TOKEN_RE.search(token):
             continue
         for m in WORD_RE.finditer(token):
