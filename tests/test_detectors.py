@@ -890,3 +890,16 @@ def test_word_salad_in_the_history_s_letters_is_ungrounded_and_real_words_are_no
     odd = grounding.salad(page["summary"], overlap.InputView(page["input"]), DEFAULT)
     low = 1 - grounding.upper_bound(1 - odd[0] / odd[1], odd[1], DEFAULT.ungrounded_confidence_z)
     assert low < DEFAULT.ungrounded_salad_min_unknown
+
+
+def test_a_short_hash_and_a_pull_request_written_out_keep_their_identifiers():
+    hist = ("user: the deploy of api v2.14.3 failed on prod-eu-1, ticket SUP-77410\n"
+            "assistant: rolled back with `kubectl rollout undo deploy/api -n prod`; opened PR #4512 (commit 9f8e7d6a)\n"
+            "user: also email ops@example.com with the timeline; keep PR #4512 and 9f8e7d6a in mind")
+    kept = "Rolled back deploy/api; pull request 4512 (commit 9f8e7d6) is open. Ticket SUP-77410; ops@example.com has the timeline."
+    assert validate(kept, input=hist).fidelity["identifier_retention"] == 1.0
+    dropped = "Rolled back deploy/api; a pull request is open. Ticket SUP-77410; ops@example.com has the timeline."
+    assert validate(dropped, input=hist).fidelity["identifier_retention"] < 0.7
+    # a 6-character prefix is not git's short form; another hash is another commit
+    assert validate(kept.replace("9f8e7d6", "9f8e7d"), input=hist).fidelity["identifier_retention"] < 1.0
+    assert validate(kept.replace("9f8e7d6", "9f8e7d7"), input=hist).fidelity["identifier_retention"] < 1.0

@@ -103,6 +103,10 @@ def _variants(ident: str) -> list:
     return out
 
 
+_HASH_RE = re.compile(r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}")
+_NUMBER_NAMES = ("pr", "pr#", "pullrequest", "pullrequest#", "issue", "issue#", "mr", "mr!", "!")
+
+
 class Finder:
     """Whether an identifier occurs in a text, case and spacing aside (a path also as the
     tail of a longer one, a path:line as its path, a version with or without `v`, `#N` as
@@ -119,6 +123,16 @@ class Finder:
         keys = _variants(ident)
         if any(k in self.index for k in keys):
             return True
+        key = keys[0]
+        if len(key) > 7 and _HASH_RE.fullmatch(key):
+            # git's short form of a hash, its first 7 to 12 characters (`9f8e7d6` of `9f8e7d6a…`)
+            short = [key[:n] for n in range(7, min(13, len(key)))]
+            if any(k in self.index for k in short):
+                return True
+        elif key[:1] == "#" and key[1:].isdigit():
+            # an issue or pull request number written out (`PR 4512`, `pull request 4512`,
+            # `issue #4512`, GitLab's `!4512`): spacing is gone from both sides
+            keys = keys + [p + key[1:] for p in _NUMBER_NAMES]
         if self.searches <= 0:
             return False
         self.searches -= 1
