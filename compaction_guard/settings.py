@@ -213,9 +213,10 @@ class Settings:
     # Word salad: a summary sharing at most ungrounded_salad_max_support with its input,
     # of whose words (3+ letters; the first ungrounded_salad_max_words) one can be sure
     # (ungrounded_confidence_z) that over ungrounded_salad_min_unknown are neither in the
-    # input nor words of the input's language or of English (detectors/lexicon.py). Real
-    # human text in 30 languages reaches 0.245 at the most (Tamil, Hungarian: the
-    # smallest lists); the model's word salads 0.3 to 0.9.
+    # input nor words of its language, its input's or English (detectors/lexicon.py). Real
+    # text reaches 0.244 at the most (tests/corpus/evaluate.py: an overview listing its
+    # commands, then Tamil, whose list is among the smallest); the model's word salads
+    # 0.3 to 0.9.
     ungrounded_salad_max_support: float = 0.5
     ungrounded_salad_min_unknown: float = 0.3
     ungrounded_salad_max_words: int = 512

@@ -44,7 +44,7 @@ from typing import NamedTuple, Optional
 from ..findings import Finding
 from ..tokens import CJK_RE
 from . import identifiers as ids
-from .language import _name
+from .language import _name, identify
 from .overlap import InputView
 
 
@@ -140,8 +140,7 @@ def salad(content: str, view: InputView, settings) -> Optional[tuple]:
     (technical English runs through every language's summaries): detectors/lexicon.py. Names in code
     (`SessionControllerImpl`, `lib/session.go`, `--user`, `-Iglobal`) are not words and
     are not judged."""
-    from . import lexicon
-    from .language import identify
+    from . import lexicon      # its word lists are opened on first use
     words = list(itertools.islice(lexicon.plain_words(content), settings.ungrounded_salad_max_words))
     if len(words) < settings.ungrounded_min_units:
         return None

@@ -1,8 +1,8 @@
 """Which words are words: one Bloom filter per language, shipped as package data.
 
 A small model that cannot write a language still writes its letters: `Sinacek to to
-ustalowana wspóelowa`, `Perturbation-Ausgabein - Unzichtige Schnittzeilung`, `बुद्धि
-मांचैका आईलच्या`. The script, the function words and fastText's verdict are right; the words
+ustalowana wspóelowa`, `Perturbation-Ausgabein - Unzichtige Schnittzeilung`, `मांच दिया
+अनुप्रयोगपै मांचैका` (real outputs of a 135M model). The script, the function words and fastText's verdict are right; the words
 are not words. Whether a word is one is looked up in wordfreq's word lists (Robyn Speer
 et al., CC BY-SA 4.0: Wikipedia, subtitles, news, books, web text), the words used at least
 once in 10 million (Zipf 2) in each of its languages but Chinese, Japanese and Korean (whose
@@ -43,13 +43,13 @@ _TOKEN_RE = re.compile(r"\S+")
 def plain_words(text: str):
     """The words of 3 or more letters of the text's tokens that are not names in code, one
     at a time (a caller that wants the first 512 reads no further)."""
-    for m in _TOKEN_RE.finditer(text):
-        token = m.group()
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group()
         if _CODE_TOKEN_RE.search(token):
             continue
-        for m in WORD_RE.finditer(token):
-            if len(m.group()) >= 3:
-                yield m.group()
+        for word in WORD_RE.findall(token):
+            if len(word) >= 3:
+                yield word
 
 
 def normalize(word: str, lang: str) -> str:
@@ -105,10 +105,6 @@ def _index() -> tuple:
         raise ValueError("compaction_guard/data/lexicon.bin is not a lexicon file; reinstall the package")
     end = data.find(b"\n", len(MAGIC))
     return json.loads(bytes(data[len(MAGIC):end])), memoryview(data)[end + 1:]
-
-
-def languages() -> set:
-    return set(_index()[0]["languages"])
 
 
 def lexicon(lang: str) -> Optional[Filter]:
