@@ -100,6 +100,11 @@ class Settings:
     # (`rfc1321.txt rfc1939.txt ...`, `SUP-77410, SUP-77415, ...`: a list of identifiers):
     # at least this share of the steps between one number and the next are distinct.
     loop_list_min_distinct_steps: float = 0.75
+    # ... and so do rows that end the text whole, under loop_min_copies_numbers of them, one
+    # of whose numbers is new in this share of them with its steps as varied (a table:
+    # `| web-1 | ok | 112 ms |`, `| web-2 | ok | 98 ms |`, ...); a loop counts, comes back to
+    # its numbers, or runs on to max_tokens and is cut inside a row.
+    loop_table_min_distinct: float = 0.9
     # A unit with no letter or digit (a rule, a separator, U+FFFD) only over this many bytes.
     loop_min_bytes_symbols: int = 256
     loop_min_bytes: int = 40

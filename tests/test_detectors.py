@@ -903,3 +903,24 @@ def test_a_short_hash_and_a_pull_request_written_out_keep_their_identifiers():
     # a 6-character prefix is not git's short form; another hash is another commit
     assert validate(kept.replace("9f8e7d6", "9f8e7d"), input=hist).fidelity["identifier_retention"] < 1.0
     assert validate(kept.replace("9f8e7d6", "9f8e7d7"), input=hist).fidelity["identifier_retention"] < 1.0
+
+
+def test_a_table_of_rows_with_new_numbers_is_data_and_a_counted_row_is_a_loop():
+    table = ("## Status\nLatency check after the rollback:\n\n| host | status | p95 |\n|---|---|---|\n"
+             + "\n".join(f"| web-{i} | ok | {ms} ms |" for i, ms in enumerate((112, 98, 105, 121, 99, 117), 1)))
+    r = validate(table)
+    assert r.valid and not r.warnings
+    # cut inside a row (max_tokens), it is read as the loop it may be
+    assert kinds(table + "\n| web-7 | ok | 1") == ["repetition"]
+    # a real loop (openclaw ocb066-tr-notes-r0): the same sentence with a counter
+    assert kinds("1. This is a great document.\n" + "\n".join(f"{i}. This is a very good document." for i in range(2, 6))) \
+        == ["repetition"]
+    # a row whose only changing number comes back (a real gemma loop's `exit 0 (692 ms)` twice) is a loop
+    rows = "\n".join(f"assistant: run-with-cli (option {i})\ntool: exit 0 ({ms} ms)" for i, ms in
+                     enumerate((458, 692, 692, 721), 3))
+    assert kinds("Log:\n" + rows) == ["repetition"]
+    # 32 rows or more with new numbers: a model writing new numbers runs on past a table's length
+    rng = __import__("random").Random(4)
+    long = "\n".join(f"| web-{i} | ok | {rng.randrange(80, 400)} ms |" for i in range(1, 41))
+    assert kinds("| host | status | p95 |\n|---|---|---|\n" + long) == ["repetition"]
+    assert validate("| host | status | p95 |\n|---|---|---|\n" + "\n".join(long.splitlines()[:20])).valid

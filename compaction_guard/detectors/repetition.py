@@ -400,6 +400,37 @@ def _names_list(content: str, unit: bytes, copies: int, begin: int, masked_size:
     return len(set(steps)) >= settings.loop_list_min_distinct_steps * len(steps)
 
 
+def _steps_vary(values: list, settings) -> bool:
+    """The numbers differ (loop_table_min_distinct of them: a long table's column may hold
+    one twice) and the steps between them mostly do too: not a count, a clock that ticks
+    evenly, or a value that comes back."""
+    if len(set(values)) < settings.loop_table_min_distinct * len(values):
+        return False
+    steps = [b - a for a, b in zip(values, values[1:])]
+    return len(set(steps)) >= settings.loop_list_min_distinct_steps * len(steps)
+
+
+def _table(content: str, unit: bytes, copies: int, begin: int, masked_size: int, settings) -> bool:
+    """Whether the copies of a unit (digits set aside) are rows of data, the text ending on a
+    whole row (its last line the line before it, digits aside): at least one of the
+    unit's numbers is new in every copy and not a count (`| web-1 | ok | 112 ms |`, `| web-2
+    | ok | 98 ms |`, …: the latencies). A looping model counts (`1. This is a very good
+    document.`, `## 1.4.0`), comes back to its numbers (`exit 0 (692 ms)` twice) or, when it
+    writes new ones, runs on to max_tokens and is cut inside a row, or past a table's length
+    (callers ask only of text not cut off, under loop_min_copies_numbers copies)."""
+    last = content.rstrip()[-4096:].splitlines()[-2:]
+    if len(last) < 2 or _DIGITS_RE.sub("0", last[0]).strip() != _DIGITS_RE.sub("0", last[1]).strip():
+        return False        # the text does not end on a whole row like the one before it
+    raw = normalize(content, mask_digits=False)
+    grown = len(raw) - masked_size
+    pattern = re.compile(re.escape(unit.strip()).replace(b"0", rb"(\d+)"))
+    window = begin + 2 * grown + (copies + 1) * len(unit)
+    rows = [m.groups() for m in itertools.islice(pattern.finditer(raw, begin, window), copies + 1)]
+    if len(rows) < 3 or len({len(r) for r in rows}) != 1:
+        return False
+    return any(_steps_vary([int(r[j]) for r in rows], settings) for j in range(len(rows[0])))
+
+
 def _describe(unit: bytes) -> str:
     return unit[:200].decode("utf-8", "ignore").strip()[:50]
 
@@ -458,6 +489,10 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
                 figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})
     if loop and masked and _names_list(content, unit, copies, max(0, end - copies * len(unit) - len(unit)),
                                        len(data), settings):
+        return False, unit, copies, at_end, share, None
+    if loop and masked and at_end and copies < settings.loop_min_copies_numbers and not cut_off() \
+            and _table(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data), settings):
+        # rows of data (`| web-1 | ok | 112 ms |` …): each says something new
         return False, unit, copies, at_end, share, None
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
             and not (word_for_word if word_for_word is not None else _word_for_word(content, settings)):
