@@ -382,29 +382,33 @@ def _names_list(content: str, unit: bytes, copies: int, begin: int, masked_size:
     `SUP-77410, SUP-77415, SUP-77422, ...`. A loop through a counter or a clock steps
     evenly (`-xwininfo(14)`, `(15)`, ...) or comes back to its numbers; a loop that writes
     new numbers does it in longer units (`**web-9** **17:49**`, dates with a counter),
-    which this leaves alone. Looked for in the text with its digits only where the copies
-    can be, as in _verbatim."""
+    which this leaves alone."""
     word = unit.strip()
     if len(word) >= settings.loop_min_unit_bytes or copies >= settings.loop_min_copies_numbers \
             or b" " in word or b"0" not in word:
         return False
-    raw = normalize(content, mask_digits=False)
-    grown = len(raw) - masked_size
-    pattern = re.compile(re.escape(word).replace(b"0", rb"(\d+)"))
-    window = begin + 2 * grown + (copies + 1) * len(unit)
-    numbers = [m.groups() for m in itertools.islice(pattern.finditer(raw, begin, window), copies)]
+    numbers = _copy_numbers(content, unit, copies, begin, masked_size)
     if len(numbers) < 3 or len(set(numbers)) < len(numbers):
         return False
-    values = [int(b"".join(n)) for n in numbers]
-    steps = [b - a for a, b in zip(values, values[1:])]
-    return len(set(steps)) >= settings.loop_list_min_distinct_steps * len(steps)
+    return _steps_vary([int(b"".join(n)) for n in numbers], settings, 1.0)
 
 
-def _steps_vary(values: list, settings) -> bool:
-    """The numbers differ (loop_table_min_distinct of them: a long table's column may hold
-    one twice) and the steps between them mostly do too: not a count, a clock that ticks
-    evenly, or a value that comes back."""
-    if len(set(values)) < settings.loop_table_min_distinct * len(values):
+def _copy_numbers(content: str, unit: bytes, most: int, begin: int, masked_size: int) -> list:
+    """The numbers of each of the first `most` copies of the unit (digits set aside), as
+    tuples of digit runs: looked for in the text with its digits only where the copies can
+    be (masking shortens, so they start at `begin` or up to the bytes it removed later)."""
+    raw = normalize(content, mask_digits=False)
+    grown = len(raw) - masked_size
+    pattern = re.compile(re.escape(unit.strip()).replace(b"0", rb"(\d+)"))
+    window = begin + 2 * grown + (most + 1) * len(unit)
+    return [m.groups() for m in itertools.islice(pattern.finditer(raw, begin, window), most)]
+
+
+def _steps_vary(values: list, settings, distinct: float) -> bool:
+    """The numbers differ (`distinct` of them) and the steps between them mostly do too
+    (loop_list_min_distinct_steps): not a count, a clock that ticks evenly, or a value
+    that comes back."""
+    if len(set(values)) < distinct * len(values):
         return False
     steps = [b - a for a, b in zip(values, values[1:])]
     return len(set(steps)) >= settings.loop_list_min_distinct_steps * len(steps)
@@ -421,14 +425,12 @@ def _table(content: str, unit: bytes, copies: int, begin: int, masked_size: int,
     last = content.rstrip()[-4096:].splitlines()[-2:]
     if len(last) < 2 or _DIGITS_RE.sub("0", last[0]).strip() != _DIGITS_RE.sub("0", last[1]).strip():
         return False        # the text does not end on a whole row like the one before it
-    raw = normalize(content, mask_digits=False)
-    grown = len(raw) - masked_size
-    pattern = re.compile(re.escape(unit.strip()).replace(b"0", rb"(\d+)"))
-    window = begin + 2 * grown + (copies + 1) * len(unit)
-    rows = [m.groups() for m in itertools.islice(pattern.finditer(raw, begin, window), copies + 1)]
+    rows = _copy_numbers(content, unit, copies + 1, begin, masked_size)
     if len(rows) < 3 or len({len(r) for r in rows}) != 1:
         return False
-    return any(_steps_vary([int(r[j]) for r in rows], settings) for j in range(len(rows[0])))
+    # a long table's column may hold a value twice: loop_table_min_distinct of them new
+    return any(_steps_vary([int(r[j]) for r in rows], settings, settings.loop_table_min_distinct)
+               for j in range(len(rows[0])))
 
 
 def _describe(unit: bytes) -> str:
