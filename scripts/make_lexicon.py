@@ -42,7 +42,8 @@ def build(words: set) -> tuple:
 def main() -> int:
     import wordfreq
     large = set(wordfreq.available_languages("large"))
-    header = {"source": f"wordfreq {getattr(wordfreq, '__version__', '3.1.1')}, Zipf >= {MIN_ZIPF}; "
+    from importlib.metadata import version
+    header = {"source": f"wordfreq {version('wordfreq')}, Zipf >= {MIN_ZIPF}; "
                         "data by Robyn Speer et al., CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/); "
                         "this derived file is under the same licence (scripts/make_lexicon.py)",
               "languages": {}}

@@ -147,9 +147,9 @@ def salad(content: str, view: InputView, settings) -> Optional[tuple]:
     # the summary's words in the summary's language, and in its input's (a page whose body
     # was left in English under a translated overview reads as English)
     lang = identify(content)[0]
-    langs = [x for x in dict.fromkeys((lang, identify(view.text)[0] if view.text else lang, "en"))
-             if lexicon.lexicon(x) is not None]
-    if lang not in langs:
+    filters = [(x, lexicon.lexicon(x)) for x in dict.fromkeys((lang, identify(view.text)[0] if view.text else lang, "en"))]
+    filters = [(x, f) for x, f in filters if f is not None]
+    if not filters or filters[0][0] != lang:
         return None
     have = view.unit_set
     verdict = {}
@@ -159,7 +159,7 @@ def salad(content: str, view: InputView, settings) -> Optional[tuple]:
         odd = verdict.get(w)
         if odd is None:
             odd = verdict[w] = w.lower().encode("utf-8", "surrogatepass") not in have \
-                and not any(lexicon.normalize(w, x) in lexicon.lexicon(x) for x in langs)
+                and not any(lexicon.normalize(w, x) in f for x, f in filters)
         if odd:
             unknown += 1
             if len(shown) < 5 and w not in shown:

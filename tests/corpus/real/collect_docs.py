@@ -101,19 +101,10 @@ def excerpt(paras: list, tail: bool = False) -> str:
 
 
 def language(text: str, lingua_detector) -> str:
-    from label_language import norm, prose
-    import pycld2
-    body = prose(text)
-    if len(re.findall(r"[^\W\d_]", body)) < 40:
-        return "und"
-    conf = lingua_detector.compute_language_confidence_values(body)
-    a = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else ""
-    try:
-        reliable, _, found = pycld2.detect(body)
-        b = norm(found[0][1]) if reliable else ""
-    except pycld2.error:
-        b = ""
-    return a if a and a == b else "und"
+    """The excerpt's language when lingua and CLD2 agree on its prose (label_language.py), else "und"."""
+    from label_language import both_languages
+    lingua, cld = both_languages(text, lingua_detector)
+    return lingua if lingua and lingua == cld else "und"
 
 
 def main() -> int:

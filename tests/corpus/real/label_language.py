@@ -43,6 +43,21 @@ def prose(text: str) -> str:
     return " ".join(_TOKEN.sub(" ", _CODE.sub(" ", text)).split())
 
 
+def both_languages(text: str, det) -> tuple:
+    """(lingua's language, CLD2's) of a text's prose, each None when unsure or too short;
+    `det`: a lingua detector."""
+    import pycld2
+    text = prose(text)
+    conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
+    lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
+    try:
+        reliable, _, details = pycld2.detect(text) if conf else (False, 0, [])
+        cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
+    except pycld2.error:
+        cld = None
+    return lingua, cld
+
+
 def main() -> int:
     import pycld2
     from lingua import LanguageDetectorBuilder
@@ -96,16 +111,7 @@ def main() -> int:
             out.append(label_output(r, hist.get(r["history"], "")))
 
     def both(text: str) -> tuple:
-        """(lingua's language, CLD2's) of a text's prose, each None when unsure or too short."""
-        text = prose(text)
-        conf = det.compute_language_confidence_values(text) if len(_LETTER.findall(text)) >= 40 else []
-        lingua = norm(conf[0].language.iso_code_639_1.name) if conf and conf[0].value >= 0.5 else None
-        try:
-            reliable, _, details = pycld2.detect(text) if conf else (False, 0, [])
-            cld = norm(details[0][1]) if reliable and details[0][1] != "un" else None
-        except pycld2.error:
-            cld = None
-        return lingua, cld
+        return both_languages(text, det)
 
     # the human excerpts too: a translated manual page keeps untranslated sections (an
     # excerpt of a French page may be English); pairs of excerpts use these labels
