@@ -36,14 +36,15 @@ def _content(record: SummaryRecord) -> str:
 
 
 def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, background=None) -> tuple:
+    previous = record.previous if isinstance(record.previous, str) else None
     return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3,
-            background)
+            background, previous, (record.context_before, record.context_after))
 
 
 def _detect(job) -> tuple:
     """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens,
     fidelity figures or None). The seed's entropy is measured when a Result is read for it."""
-    content, input_text, input_tokens, counter, settings, allow_own_l3, background = job
+    content, input_text, input_tokens, counter, settings, allow_own_l3, background, previous, context = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
         input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
@@ -51,7 +52,7 @@ def _detect(job) -> tuple:
     measures = {}
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                           allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
-                          background=background)
+                          background=background, previous=previous, context=context)
     return findings, output_tokens, input_tokens, (measures or None)
 
 
@@ -59,7 +60,7 @@ def _judge(sid: str, content, settings: Settings) -> list:
     """A stored summary's failure kinds on its text alone (a condensed summary's source
     that this check did not yield)."""
     content = content if isinstance(content, str) else ("" if content is None else str(content))
-    findings = _detect((content, None, None, "guard", settings, False, None))[0]
+    findings = _detect((content, None, None, "guard", settings, False, None, None, (None, None)))[0]
     return [f.kind for f in findings if f.failure]
 
 
@@ -207,6 +208,10 @@ class CheckReport:
     warnings_by_kind: Counter = field(default_factory=Counter)   # each summary once per warning kind
     warnings_count: int = 0
     session_warnings: list = field(default_factory=list)   # context_pressure, one per session
+    layout: Optional[str] = None          # which OpenClaw state directory, and why (layout.Layout.describe)
+    openclaw: Optional[dict] = None       # the layout's paths (layout.Layout.to_dict)
+    sources_found: list = field(default_factory=list)      # the stores found, before they are read
+    nothing_found: Optional[str] = None   # no store at all: where it looked and what to set
 
     def add(self, result: Result, collect: bool = True) -> None:
         self.checked += 1
@@ -232,12 +237,21 @@ class CheckReport:
 
     @property
     def status(self) -> str:
-        return "HEALTHY" if self.failing == 0 else "DEGRADED"
+        """HEALTHY only when something was seen: NO_STORE when no store was found, ERROR when
+        the stores found could not be read and nothing was checked."""
+        if self.failing:
+            return "DEGRADED"
+        if self.nothing_found:
+            return "NO_STORE"
+        if self.errors and not self.checked:
+            return "ERROR"
+        return "HEALTHY"
 
     def header(self) -> dict:
         return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
                 "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
                 "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback,
+                "layout": self.layout, "openclaw": self.openclaw, "nothing_found": self.nothing_found,
                 "sources": self.sources, "notes": self.notes,
                 "session_warnings": self.session_warnings, "errors": self.errors}
 

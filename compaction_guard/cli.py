@@ -2,7 +2,8 @@
 lines over compaction_guard.operations; output goes through compaction_guard.render.
 
 Exit status: 0 fine (a check found no failure), 1 a check found failures,
-2 could not run (one line on stderr saying which file and what to do).
+2 could not run, could not read a store, or found no store at all (one line on stderr
+saying which file or directory and what to do).
 """
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from . import config, faults, operations, providers, render
+from . import config, faults, layout as layouts, operations, providers, render
 from .errors import GuardError
-from .stores import openclaw_home, read_text
+from .stores import read_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text for people, json for machines, prometheus (with --report) for scrapers")
     p.add_argument("--since", metavar="DATE", help="with --report: only what happened from DATE (YYYY-MM-DD)")
     p.add_argument("--html", metavar="FILE", help="with --report: also write a self-contained HTML report to FILE")
-    p.add_argument("--home", metavar="DIR", help="the OpenClaw home (default $OPENCLAW_HOME or ~/.openclaw)")
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
+                   help="OpenClaw's state directory (default: as OpenClaw finds it: $OPENCLAW_STATE_DIR, else "
+                   "$OPENCLAW_HOME/.openclaw, else ~/.openclaw)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
@@ -100,7 +103,7 @@ def run(argv=None) -> int:
     if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
         argv[0] = "--serve"
     args = build_parser().parse_args(argv)
-    home = Path(args.home).expanduser() if args.home else openclaw_home()
+    home = layouts.resolve(state_dir=args.home)
     eff = config.load(home, overrides=args.set)
     settings = eff.settings
     flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
@@ -137,11 +140,10 @@ def run(argv=None) -> int:
         out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
         progress = (render.Progress(sys.stderr, float(os.environ.get("GUARD_PROGRESS_DELAY", "2")))
                     if args.format != "json" and sys.stderr.isatty() else None)
-        out.start()
         try:
             rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
                                    recheck_all=args.all, on_result=out.result, collect=False,
-                                   on_progress=progress.update if progress else None)
+                                   on_progress=progress.update if progress else None, on_start=out.start)
         except BaseException as exc:
             if isinstance(out, render.JsonCheckStream):     # stdout stays one whole JSON document
                 out.abort(str(exc) if isinstance(exc, GuardError) else f"internal error ({type(exc).__name__}: {exc})")
@@ -151,6 +153,9 @@ def run(argv=None) -> int:
         out.finish(rep)
         for err in rep.errors:
             print(f"compaction-guard: {err}", file=sys.stderr)
+        if rep.nothing_found:
+            print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
+            return 2
         return 2 if rep.errors else (1 if rep.failures_found else 0)
     if args.simulate is not None or args.compact:
         if args.compact:

@@ -1,7 +1,7 @@
 """The effective configuration and where each value came from.
 
 Layers, lowest first: the defaults (settings.Settings), the config file
-`config.yaml` beside the state ($OPENCLAW_HOME/skill-state/compaction-resilience-guard/),
+`config.yaml` beside the state (<OpenClaw state directory>/skill-state/compaction-resilience-guard/),
 the environment (GUARD_<NAME>, e.g. GUARD_MAX_INFLATION_RATIO, GUARD_PROVIDER), and
 flags (--set NAME=VALUE, --provider, --model, ...). `--print-config` shows them all.
 
@@ -29,8 +29,11 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 
 
-def config_path(home: Path) -> Path:
-    return home / "skill-state" / "compaction-resilience-guard" / CONFIG_NAME
+def config_path(where) -> Path:
+    """config.yaml of a layout (layout.Layout), or of an OpenClaw state directory."""
+    guard_dir = getattr(where, "guard_dir", None)
+    return (guard_dir if guard_dir is not None else Path(where) / "skill-state" / "compaction-resilience-guard") \
+        / CONFIG_NAME
 
 
 @dataclass
@@ -100,7 +103,7 @@ def _read_file(path: Path) -> tuple:
     return _flatten(path, data)
 
 
-def load(home: Path, env=None, overrides: Optional[list] = None) -> Effective:
+def load(home, env=None, overrides: Optional[list] = None) -> Effective:
     """The effective settings: defaults < config.yaml < GUARD_* environment < --set flags."""
     env = os.environ if env is None else env
     path = config_path(home)
@@ -136,10 +139,12 @@ def _validate(s: Settings) -> None:
         raise GuardError(f"setting max_inflation_ratio = {s.max_inflation_ratio} must be above 0")
 
 
-def describe(eff: Effective, choice, home: Path) -> dict:
+def describe(eff: Effective, choice, layout) -> dict:
     """Every effective value with its origin (for --print-config)."""
     from .state import state_path
-    out = {"paths": {"openclaw_home": str(home), "state": str(state_path(home)), "config": str(eff.path)}}
+    out = {"paths": {"openclaw_state_dir": str(layout.state_dir), "state_dir_origin": layout.origin,
+                     "openclaw_config": str(layout.config_path), "state": str(state_path(layout)),
+                     "config": str(eff.path)}}
     out["settings"] = {name: {"value": getattr(eff.settings, name), "origin": eff.origins[name]} for name in _FIELDS}
     temp, why = effective_l2_temperature(eff.settings)
     if why:        # shown as it runs, with why, and where the value that is not used came from

@@ -15,7 +15,7 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import breaker, providers
+from . import breaker, layout as layouts, providers
 from .chain import run_chain
 from .faults import FaultySummarizer
 from .providers import ProviderChoice
@@ -27,44 +27,58 @@ from .state import LEVEL_KEYS, STORED_KEYS, StateStore, apply_counts, record_cha
 from . import stores
 
 
-def _store(home: Path, settings: Settings) -> StateStore:
+def _store(home, settings: Settings) -> StateStore:
     return StateStore(state_path(home), settings)
 
 
-def check(home: Optional[Path] = None, file=None, settings: Settings = DEFAULT, input_text: Optional[str] = None,
+layout_of = layouts.of
+
+
+def check(home=None, file=None, settings: Settings = DEFAULT, input_text: Optional[str] = None,
           input_tokens: Optional[int] = None, save: bool = True, recheck_all: bool = False,
           on_result: Optional[Callable] = None, collect: bool = True,
-          on_progress: Optional[Callable] = None) -> CheckReport:
-    """Check the stores under `home` (or one `file`) and record the outcome in the state.
+          on_progress: Optional[Callable] = None, on_start: Optional[Callable] = None) -> CheckReport:
+    """Check the stores of an OpenClaw installation (`home`: a layout.Layout, a state
+    directory, or None for the one the environment names), or one `file`, and record the
+    outcome in the state.
 
     Stores under the home are checked incrementally: only summaries added since the
     last check (a watermark per store in the state), or all of them with
     `recheck_all`. A file named with `file` is always checked whole. Results stream:
     `on_result(result)` sees each one as it is known; `collect=False` keeps memory flat
     (the report then holds counts, not results). `on_progress(done, total, source)`
-    reports progress. A store that cannot be read goes into report.errors and the
-    others are still checked."""
-    home = Path(home) if home is not None else stores.openclaw_home()
+    reports progress; `on_start(report)` sees the report once the stores are known (its
+    `layout` line and `sources_found`). A store that cannot be read goes into report.errors
+    and the others are still checked. Finding no store at all is status NO_STORE, never
+    HEALTHY: the report says where it looked and what to set."""
+    home = layout_of(home)
     store = _store(home, settings)
     with store.exclusive("check") if save else contextlib.nullcontext():
         # one check at a time per home: two at once would both count the same new summaries
         return _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect,
-                      on_progress)
+                      on_progress, on_start)
 
 
-def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress):
+def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress,
+           on_start=None):
     report = CheckReport()
     before = store.read() if save else {}
     marks = before.get("watermarks", {})
     if file is not None:
-        sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, home=home,
+        sources = [stores.load_file(file, input_text=input_text, input_tokens=input_tokens, layout=home,
                                     max_bytes=settings.max_file_bytes)]
     else:
+        report.layout = home.describe()
+        report.openclaw = home.to_dict()
+        if home.config_problem:
+            report.notes.append(home.config_problem)
         sources, report.errors = stores.discover(home)
         if not sources and not report.errors:
-            report.notes.append(f"no compaction store found under {home} (looked for memory-dag-compactor state, "
-                                "lcm.db, agents/*/sessions/*.jsonl and agents/*/agent/openclaw-agent.sqlite); "
-                                "nothing to check")
+            report.nothing_found = (f"no compaction store found in {home.describe()}: looked for "
+                                    f"{', '.join(home.looked())}; {home.hint}")
+    report.sources_found = [{"name": s.kind, "path": str(s.path)} for s in sources]
+    if on_start:
+        on_start(report)
     for src in sources:
         src.input_chars = settings.max_input_chars
     new_marks = {}
@@ -124,7 +138,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             on_progress(report.checked, report.checked, "done")
         if file is None:
             verdicts = {**before.get("sessions", {}), **last_by_session}
-            report.session_warnings = context_pressure(home, verdicts, settings, report.notes)
+            usages = [u for src in sources for u in getattr(src, "usages", [])]
+            report.session_warnings = context_pressure(home, verdicts, settings, report.notes, usages)
         if ledger_error:
             report.errors.append(ledger_error)
         elif save:
@@ -168,31 +183,39 @@ def _keyed(src, records, ledger, old_mark, known):
         yield rec
 
 
-def context_pressure(home: Path, last: dict, settings: Settings, notes: list) -> list:
-    """Sessions near their context window (sessions.json: totalTokens of contextTokens at
-    least context_pressure_share) whose last compaction failed or was written by a
-    fallback: the next compaction is the one that must work. One warning per session."""
+def context_pressure(layout: layouts.Layout, last: dict, settings: Settings, notes: list,
+                     usages: Optional[list] = None) -> list:
+    """Sessions near their context window (totalTokens of contextTokens at least
+    context_pressure_share: the agent database's session_nodes, else the legacy
+    sessions.json) whose last compaction failed or was written by a fallback: the next
+    compaction is the one that must work. One warning per session."""
     from .stores import sessions_index
-    out = []
-    for path in sessions_index.session_indexes(home):
+    usages = list(usages or [])
+    with_db = {u.agent for u in usages}
+    for agent in layout.agents:
+        path = agent.sessions / "sessions.json"
+        if agent.id in with_db or agent.database.is_file() or not path.is_file():
+            continue
         try:
-            usages = sessions_index.read(path)
+            usages += sessions_index.read(path)
         except GuardError as exc:
             notes.append(str(exc))
+    out = []
+    for u in usages:
+        prev = last.get(u.session_id)
+        if u.share < settings.context_pressure_share or not prev or not (prev.get("failures") or prev.get("fallback")):
             continue
-        for u in usages:
-            prev = last.get(u.session_id)
-            if u.share < settings.context_pressure_share or not prev or not (prev.get("failures") or prev.get("fallback")):
-                continue
-            what = ", ".join(prev.get("failures") or []) or "written by a fallback"
-            out.append({"kind": "context_pressure", "agent": u.agent, "session_key": u.key, "session_id": u.session_id,
-                        "total_tokens": u.total_tokens, "context_tokens": u.context_tokens,
-                        "context_share": round(u.share, 3), "last_compaction": prev.get("id"),
-                        "last_compaction_failures": prev.get("failures") or [], "fallback": bool(prev.get("fallback")),
-                        "reason": f"session {u.key} holds {u.total_tokens:,} of its {u.context_tokens:,}-token context "
-                                  f"({u.share:.0%}) and its last compaction {prev.get('id')} failed ({what}): the "
-                                  "next compaction is the one that must work; fix the summarizer now, or run it "
-                                  "through compaction-guard serve"})
+        what = ", ".join(prev.get("failures") or []) or "written by a fallback"
+        stale = "" if u.fresh is not False else " (OpenClaw marks that total as not fresh)"
+        out.append({"kind": "context_pressure", "agent": u.agent, "session_key": u.key, "session_id": u.session_id,
+                    "total_tokens": u.total_tokens, "context_tokens": u.context_tokens,
+                    "context_share": round(u.share, 3), "compactions": u.compactions,
+                    "last_compaction": prev.get("id"),
+                    "last_compaction_failures": prev.get("failures") or [], "fallback": bool(prev.get("fallback")),
+                    "reason": f"session {u.key} holds {u.total_tokens:,} of its {u.context_tokens:,}-token context "
+                              f"({u.share:.0%}){stale} and its last compaction {prev.get('id')} failed ({what}): the "
+                              "next compaction is the one that must work; fix the summarizer now, or run it "
+                              "through compaction-guard serve"})
     return out
 
 
@@ -271,7 +294,7 @@ def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: S
     (flags/env/openclaw.json, see providers.resolve). `faults` ({level: kind}) injects
     failures. When the circuit breaker is open the LLM levels are skipped. The run counts
     in level_usage and updates the breaker."""
-    home = Path(home) if home is not None else stores.openclaw_home()
+    home = layout_of(home)
     store = _store(home, settings)
     skip = breaker.open_until(store.read()) is not None
     notes = []
@@ -300,7 +323,7 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
     """Failure and escalation history: the level mix (overall and per day for the last
     `days` days, or from `since`, an ISO date), the L3 warning, failure kinds by source,
     the circuit breaker's history and the most recent failures."""
-    home = Path(home) if home is not None else stores.openclaw_home()
+    home = layout_of(home)
     state = _store(home, settings).read()
     today = datetime.now(timezone.utc).date()
     if since:
@@ -386,7 +409,7 @@ def _breaker_summary(state: dict, settings: Settings) -> dict:
 
 def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
     """The last check at a glance."""
-    home = Path(home) if home is not None else stores.openclaw_home()
+    home = layout_of(home)
     state = _store(home, settings).read()
     last = state["check_history"][0] if state["check_history"] else None
     usage = state["level_usage"]
@@ -397,6 +420,8 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
         "state_file": str(state_path(home)),
         "last_check_at": state["last_check_at"],
         "status": last["status"] if last else "NEVER_CHECKED",
+        "layout": (last or {}).get("layout") or home.describe(),
+        "nothing_found": (last or {}).get("nothing_found"),
         "summaries_checked": last["summaries_checked"] if last else 0,
         "failures_found": last["failures_found"] if last else 0,
         "failures_by_kind": last.get("failures_by_kind", {}) if last else {},

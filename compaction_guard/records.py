@@ -19,6 +19,10 @@ class SummaryRecord:
                    (one DAG, one conversation); None compares only with `previous`
     token_counter: how to count the summary's tokens so they compare with input_tokens:
                    "guard" (tokens.estimate_tokens) or "lcm" (lossless-claw's own estimate)
+    context_before, context_after: the agent's own measure of its whole context just before
+                   and just after the compaction (OpenClaw's tokensBefore/tokensAfter, Claude
+                   Code's preTokens/postTokens), when it keeps one: a compaction that did not
+                   shrink the context failed whatever its text
     new:           never counted before (ledger.py decides; set by the check)
     key:           its identity across checks (Source.count_key), set by the check
     meta:          store facts: fallback (written with no model), session, timestamp, tokens_before...
@@ -32,6 +36,8 @@ class SummaryRecord:
     previous: Optional[str] = None
     stale_scope: Optional[str] = None
     token_counter: str = "guard"
+    context_before: Optional[int] = None
+    context_after: Optional[int] = None
     new: bool = True
     key: Optional[str] = None
     meta: dict = field(default_factory=dict)

@@ -23,7 +23,7 @@ class JsonCheckStream:
         self.closed = False
         self.encode = json.JSONEncoder(ensure_ascii=False).encode   # one encoder, not one per result
 
-    def start(self) -> None:
+    def start(self, report=None) -> None:
         pass   # nothing is written until there is something to write: an early error leaves stdout empty
 
     def _text(self, obj) -> str:
@@ -65,8 +65,17 @@ class TextCheckStream:
         self.warned = []
         self.by_source = {}
 
-    def start(self) -> None:
-        pass
+    def start(self, report=None) -> None:
+        """The first line: which OpenClaw state directory, and which stores were found in it."""
+        if report is None or not getattr(report, "layout", None):
+            return
+        found = getattr(report, "sources_found", [])
+        names = {}
+        for s in found:
+            names[s["name"]] = names.get(s["name"], 0) + 1
+        stores = ", ".join(f"{n} {k}" if n > 1 else k for k, n in names.items()) or "no store"
+        self.out.write(f"Checking {report.layout}: {stores}\n")
+        self.out.flush()
 
     def result(self, r) -> None:
         src = self.by_source.setdefault(r.source, [0, 0])
@@ -93,6 +102,8 @@ class TextCheckStream:
         if self.warned:
             out += ["", "Warnings (summaries still valid):"] + self.warned[:20]
         out += ["", f"Compaction Resilience Check — {report.checked_at}", "-" * 60]
+        if getattr(report, "nothing_found", None):
+            out.append(f"  {report.nothing_found}")
         for s in report.sources:
             out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries checked")
         for n in report.notes:
@@ -307,8 +318,11 @@ def report_prometheus(rep: dict) -> str:
            [({}, last.get("summaries_checked", 0))])
     metric("compaction_guard_last_check_failures", "gauge", "Failing summaries found by the last check.",
            [({}, last.get("failures_found", 0))])
-    metric("compaction_guard_healthy", "gauge", "1 when the last check found no failure.",
-           [({}, 1 if (last.get("status") or "HEALTHY") == "HEALTHY" else 0)])
+    status = last.get("status") or "NEVER_CHECKED"
+    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and found no failure (0 also when "
+           "it found no store, could not read one, or never ran).", [({}, 1 if status == "HEALTHY" else 0)])
+    metric("compaction_guard_last_check_status", "gauge", "1 for the last check's status (HEALTHY, DEGRADED, "
+           "NO_STORE, ERROR, NEVER_CHECKED).", [({"status": status}, 1)])
     metric("compaction_guard_l3_share", "gauge", "Share of the guard's chain runs that ended at L3.",
            [({}, rep["level_share"]["l3_deterministic"])])
     metric("compaction_guard_fallback_share", "gauge", "Share of the stored summaries a deterministic fallback wrote.",
@@ -336,6 +350,8 @@ def status_text(st: dict) -> str:
              + (f" ({', '.join(f'{k} {v}' for k, v in st['failures_by_kind'].items())})" if st["failures_by_kind"] else ""))
     return "\n".join([
         f"Compaction Resilience Guard — {st['status']} — last check: {st['last_check_at'] or 'never'}",
+        f"  {st.get('layout') or ''}",
+        *([f"  {st['nothing_found']}"] if st.get("nothing_found") else []),
         line2,
         f"  Stored: {sum(st['stored_summaries'].values())} summaries, {st['stored_summaries']['by_fallback']} by a "
         f"fallback ({st['fallback_share']:.0%})",

@@ -38,6 +38,10 @@ class Settings:
     # --- inflation -------------------------------------------------------------
     # Seed: summary tokens above input tokens. Ratio of output to input tokens.
     max_inflation_ratio: float = 1.0
+    # The agent's own context size after a compaction at or above this share of its size
+    # before it (OpenClaw's tokensAfter / tokensBefore) is a failure: the compaction did not
+    # shrink the context (seen live: 5 of 10 OpenClaw compactions, 3,097 -> 4,327).
+    max_context_after_ratio: float = 1.0
     # Warn (not fail) when a summary kept more than this share of its input.
     warn_compression_ratio: float = 0.9
 

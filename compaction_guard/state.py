@@ -1,6 +1,6 @@
 """The guard's own state: what it checked, what failed, which chain levels ran.
 
-`$OPENCLAW_HOME/skill-state/compaction-resilience-guard/state.yaml` with the seed's
+`<OpenClaw state directory>/skill-state/compaction-resilience-guard/state.yaml` with the seed's
 fields (last_check_at, level_usage, failures, check_history) plus chain_history,
 circuit (the breaker), watermarks (how far each store has been read), stored_summaries
 and counted_batch (which summaries were counted lives in ledger.py's counted.sqlite).
@@ -33,8 +33,11 @@ from .errors import GuardError
 LEVEL_KEYS = ("l1_normal", "l2_aggressive", "l3_deterministic")
 
 
-def state_path(home: Path) -> Path:
-    return home / "skill-state" / "compaction-resilience-guard" / "state.yaml"
+def state_path(where) -> Path:
+    """The state file of a layout (layout.Layout), or of an OpenClaw state directory."""
+    guard_dir = getattr(where, "guard_dir", None)
+    return (guard_dir if guard_dir is not None else Path(where) / "skill-state" / "compaction-resilience-guard") \
+        / "state.yaml"
 
 
 def now_iso() -> str:
@@ -352,6 +355,8 @@ def record_check(state: dict, report, settings, counts: Optional[dict] = None) -
         "written_by_fallback": report.fallback, "sources": sorted({s.get("name") for s in report.sources}),
         "errors": len(report.errors), "new_failures": new_failures,
         "newly_counted": sum(counts["stored"].values()) if counts else 0,
+        **({"nothing_found": report.nothing_found} if getattr(report, "nothing_found", None) else {}),
+        **({"layout": report.layout} if getattr(report, "layout", None) else {}),
     })
     return new_failures
 

@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 home=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
 cp -r demo/openclaw-home/. "$home/"
 .venv/bin/python demo/add_openclaw_stores.py "$home"     # + a lossless-claw lcm.db and a session transcript
-export OPENCLAW_HOME="$home"
-echo "== compaction-guard --check   (OPENCLAW_HOME=$home)"
+export OPENCLAW_STATE_DIR="$home"
+echo "== compaction-guard --check   (OPENCLAW_STATE_DIR=$home)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"
 echo
 echo "== compaction-guard --simulate  (the 3-level chain on the demo's MEMORY.md)"

@@ -109,22 +109,39 @@ class LcmBuilder:
         self.con.close()
 
 
+def chain(entries: list) -> list:
+    """Entries linked as OpenClaw links them: each one's parentId the entry before it
+    (an entry that names another parent keeps it)."""
+    prev = None
+    for e in entries:
+        if isinstance(e, dict):
+            if e.get("parentId") is None and prev is not None:
+                e["parentId"] = prev
+            prev = e.get("id", prev)
+    return entries
+
+
 def session_jsonl(path: Path, session_id: str, entries: list) -> None:
-    """A session transcript: the header line, then the entries, one JSON per line."""
+    """A session transcript: the header line, then the entries (linked, see chain), one
+    JSON per line. Only for what OpenClaw's own code cannot write (tests/openclaw_real.py
+    writes stores with it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    entries = chain([dict(e) if isinstance(e, dict) else e for e in entries])
     lines = [json.dumps({"type": "session", "version": 3, "id": session_id, "timestamp": "2026-11-28T09:00:00.000Z",
                          "cwd": "/home/user/project"})]
     lines += [json.dumps(e, ensure_ascii=False) for e in entries]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def message(i: int, text: str, ts: str = "2026-11-28T09:00:00.000Z") -> dict:
-    return {"type": "message", "id": f"m{i:04d}", "parentId": f"m{i - 1:04d}" if i else None, "timestamp": ts,
+def message(i: int, text: str, ts: str = "2026-11-28T09:00:00.000Z", parent: str = None) -> dict:
+    """A message entry; its parent is `parent`, else the entry before it (session_jsonl, agent_db)."""
+    return {"type": "message", "id": f"m{i:04d}", "parentId": parent, "timestamp": ts,
             "message": {"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": text}]}}
 
 
-def compaction(cid: str, summary: str, tokens_before: int, ts: str, first_kept: str = "m0000") -> dict:
-    return {"type": "compaction", "id": cid, "parentId": None, "timestamp": ts, "summary": summary,
+def compaction(cid: str, summary: str, tokens_before: int, ts: str, first_kept: str = "m0000",
+               parent: str = None) -> dict:
+    return {"type": "compaction", "id": cid, "parentId": parent, "timestamp": ts, "summary": summary,
             "firstKeptEntryId": first_kept, "tokensBefore": tokens_before,
             "details": {"readFiles": ["src/app.ts"], "modifiedFiles": []}}
 
@@ -139,6 +156,11 @@ def agent_db(path: Path, events: list, compress_from: int = 0) -> None:
                 "event_json TEXT, event_zstd BLOB, created_at TEXT NOT NULL DEFAULT (datetime('now')), "
                 "PRIMARY KEY (session_id, seq))")
     cctx = zstandard.ZstdCompressor()
+    by_session = {}
+    for session, _, event in events:
+        by_session.setdefault(session, []).append(event)
+    for evs in by_session.values():
+        chain(evs)
     for i, (session, seq, event) in enumerate(events):
         raw = json.dumps(event, ensure_ascii=False)
         if i >= compress_from:

@@ -6,10 +6,20 @@ import pytest
 from conftest import run_guard
 
 
-def test_check_without_store_says_so(home):
+def test_check_without_store_says_so_and_is_not_healthy(home):
+    """A check that found nothing to check is not healthy: status NO_STORE, exit 2, one line
+    on stderr saying where it looked and which variable to set; JSON, --status and the
+    Prometheus metrics say it too."""
     p = run_guard("--check", home=home)
-    assert p.returncode == 0, p.stderr
-    assert "no compaction store found" in p.stdout
+    assert p.returncode == 2, p.stderr
+    assert "Status: NO_STORE" in p.stdout and "HEALTHY" not in p.stdout
+    (line,) = [x for x in p.stderr.splitlines() if x.strip()]
+    assert "no compaction store found" in line and str(home) in line and "OPENCLAW_STATE_DIR" in line
+    doc = json.loads(run_guard("--check", "--format", "json", home=home).stdout)
+    assert doc["status"] == "NO_STORE" and doc["nothing_found"]
+    assert "NO_STORE" in run_guard("--status", home=home).stdout
+    prom = run_guard("--report", "--format", "prometheus", home=home).stdout
+    assert "compaction_guard_healthy 0" in prom
 
 
 def test_check_demo_text_and_json(demo_home):
@@ -115,7 +125,7 @@ def test_installed_entry_point_has_the_same_flags(demo_home):
     if not exe.exists():
         pytest.skip("compaction-guard is not installed in this environment (run scripts/setup.sh)")
     p = subprocess.run([str(exe), "--check", "--format", "json"], capture_output=True, text=True,
-                       env=dict(os.environ, OPENCLAW_HOME=str(demo_home)), timeout=60)
+                       env=dict(os.environ, OPENCLAW_STATE_DIR=str(demo_home)), timeout=60)
     assert p.returncode == 1 and json.loads(p.stdout)["summaries_checked"] == 10
 
 

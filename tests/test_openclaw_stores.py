@@ -143,8 +143,8 @@ def test_session_jsonl_compactions(home):
     assert files_digest(home) == before
     # a compaction appended later is seen by the next check, alone
     with open(f, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(message(12, HISTORY[12])) + "\n")
-        fh.write(json.dumps(compaction("c4", GOOD_A, 60000, "2026-11-28T15:00:00.000Z")) + "\n")
+        fh.write(json.dumps(message(12, HISTORY[12], parent="c3")) + "\n")
+        fh.write(json.dumps(compaction("c4", GOOD_A, 60000, "2026-11-28T15:00:00.000Z", parent="m0012")) + "\n")
     rep = operations.check(home)
     # an old summary again (stale), and nothing in it is about what it condensed: the last
     # summary and message 12, read again from the file (ungrounded)
@@ -157,7 +157,7 @@ def test_bad_jsonl_lines_are_skipped_with_a_count(home):
     session_jsonl(d / "s.jsonl", "s", [message(0, HISTORY[0]), compaction("c1", GOOD_B, 30000, "2026-11-28T09:00:00Z")])
     with open(d / "s.jsonl", "a") as fh:
         fh.write('{"type": "compaction", "id": "broken", "summ\n')              # invalid line
-        fh.write(json.dumps(compaction("c2", GOOD_C, 31000, "2026-11-28T10:00:00Z")) + "\n")
+        fh.write(json.dumps(compaction("c2", GOOD_C, 31000, "2026-11-28T10:00:00Z", parent="c1")) + "\n")
         fh.write('{"type": "compaction", "id": "c3", "summary": "half a li')    # being written: no newline yet
     rep = operations.check(home)
     assert [r.id for r in rep.results] == ["c1", "c2"]
@@ -253,7 +253,7 @@ def _run_on_tty(args, home, env_extra):
     from conftest import ROOT
     import tempfile
     master, slave = pty.openpty()
-    env = dict(os.environ, OPENCLAW_HOME=str(home), **env_extra)
+    env = dict(os.environ, OPENCLAW_STATE_DIR=str(home), **env_extra)
     stdout = tempfile.TemporaryFile()
     p = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *args], stdout=stdout, stderr=slave, env=env)
     os.close(slave)
@@ -342,7 +342,7 @@ def test_a_writer_starting_mid_check_is_read_through_its_lock(tmp_path, monkeypa
 def test_a_writer_starting_mid_check_of_the_agent_db_gives_no_torn_read(tmp_path, monkeypatch):
     """The same for openclaw-agent.sqlite: read immutable in pages while idle; a writer
     appearing mid-check switches the read to `mode=ro` from the page it was on."""
-    from compaction_guard.stores import transcripts as tr
+    from compaction_guard.stores import agent_db as tr
     path = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     events = []
     for i in range(12):
@@ -479,8 +479,10 @@ def test_a_session_compaction_is_judged_against_what_it_condensed_even_increment
     assert r1.valid and r1.fidelity["same_language"] is True and r1.input_tokens == 9000
     with open(f, "a", encoding="utf-8") as fh:
         for i in range(6, 8):
-            fh.write(json.dumps(message(i, "".join(ZH[2:] if i % 2 else ZH[:4])), ensure_ascii=False) + "\n")
-        fh.write(json.dumps(compaction("c2", EN_SUMMARY, 9500, "2026-11-28T10:10:00.000Z", first_kept="m0007")) + "\n")
+            fh.write(json.dumps(message(i, "".join(ZH[2:] if i % 2 else ZH[:4]), parent="c1" if i == 6 else "m0006"),
+                                ensure_ascii=False) + "\n")
+        fh.write(json.dumps(compaction("c2", EN_SUMMARY, 9500, "2026-11-28T10:10:00.000Z", first_kept="m0007",
+                                       parent="m0007")) + "\n")
     rep = operations.check(home)
     (r2,) = rep.results
     assert r2.id == "c2" and r2.failures == ["language_drift"] and r2.fidelity is not None

@@ -258,7 +258,7 @@ def test_32_concurrent_compactions_against_a_slow_upstream_all_answered_and_coun
 def test_sigterm_lets_requests_in_flight_finish_and_exits_0(home, tmp_path):
     with FakeLLM([B("slow", seconds=1.5)]) as fake:
         port = free_port()
-        env = dict(os.environ, OPENCLAW_HOME=str(home))
+        env = dict(os.environ, OPENCLAW_STATE_DIR=str(home))
         p = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--port", str(port), "--provider",
                               "openai", "--base-url", fake.url + "/v1", "--model", "m"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

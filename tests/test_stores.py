@@ -86,9 +86,12 @@ def test_memory_entries_split():
     assert entries["e-0000"] == "- one\n  continued" and entries["e-0002"] == "2026-11-24 three\nplain line"
 
 
-def test_no_store_is_said_plainly(home):
+def test_no_store_is_said_plainly_and_is_not_healthy(home):
     rep = operations.check(home)
-    assert rep.results == [] and "no compaction store found" in rep.notes[0]
+    assert rep.results == [] and rep.status == "NO_STORE"
+    assert "no compaction store found" in rep.nothing_found and str(home) in rep.nothing_found
+    assert "OPENCLAW_STATE_DIR" in rep.nothing_found      # which variable to set
+    assert operations.status(home)["status"] == "NO_STORE"
 
 
 @pytest.mark.parametrize("name,body,needle", [

@@ -18,11 +18,20 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "groundin
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int],
                allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None,
-               background: Optional[overlap.Background] = None) -> list:
+               background: Optional[overlap.Background] = None, previous: Optional[str] = None,
+               context: tuple = (None, None)) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker.
     `measures`, when given, receives what was measured against the input (fidelity figures:
     word overlap, grounding support, identifier retention), whatever was found. `background`:
-    the store's word frequencies (overlap.Background), in a check of a store."""
+    the store's word frequencies (overlap.Background), in a check of a store. `previous`: the
+    summary this one replaced, when known; `context`: the agent's own (before, after) count
+    of its whole context around the compaction, when it keeps one."""
+    return inflation.context(context[0], context[1], settings) + _detect_text(
+        content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background, previous)
+
+
+def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
+                 previous) -> list:
     findings = empty.detect(content, settings, input_tokens, input_text)
     cut = []
 
@@ -35,7 +44,7 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
         # loop of separators is both, and the loop says why.
         return findings + repetition.detect(content, settings, input_text, cut_off)
     findings += inflation.detect(output_tokens, input_tokens, settings)
-    findings += markers.detect(content, settings, allow_own_l3=allow_own_l3)
+    findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
     findings += garbled.detect(content, settings, input_text)
     findings += repetition.detect(content, settings, input_text, cut_off)
     if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):

@@ -14,6 +14,10 @@ digits), a version (`v2.3.1`), a figure with a unit (`38.2 GB`, `140 ms`, `12%`)
   its last quarter) the summary kept, each weighted by how often and how late it occurs
   (the latest state matters most); a warning under `identifiers_min_retention`, naming a
   few that were dropped.
+A summary's structure names nothing: identifiers written only in its headings (`##
+Constraints/Rules` is a heading, not a path) or in the file lists a compactor appends as
+bookkeeping (`<read-files>` / `<modified-files>` blocks: OpenClaw carries them across
+compactions from tool calls the history may no longer hold) are not its claims.
 Both only where the input text is known. invented_identifiers is a failure when the
 summary invents `identifiers_fail_invented` or more and they are at least
 `identifiers_fail_invented_share` of its identifiers: real overviews of their own manual
@@ -140,6 +144,21 @@ class Finder:
         return any(k in hay for k in keys)
 
 
+# headings, and the tagged file lists compactors append (`<read-files>`...`</read-files>`)
+_STRUCTURE_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*$|<([a-z]+-files)>.*?</\1>", re.M | re.S)
+
+
+def _claims(content: str, idents: list) -> list:
+    """The identifiers that occur outside the summary's structure (see the module doc)."""
+    if "#" not in content and "-files>" not in content:
+        return idents
+    body = _STRUCTURE_RE.sub(" ", content)
+    if len(body) == len(content):
+        return idents
+    outside = {_norm(i) for i, _ in scan(body)}
+    return [i for i in idents if _norm(i) in outside]
+
+
 def _weights(view) -> dict:
     """The input's key identifiers and their weights: those used twice or more, or in the
     last quarter of the history (the latest state); each occurrence weighs 1 to 2 by
@@ -158,7 +177,7 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     in_input = Finder(view, settings.identifiers_max_searches)
     summary_view = summary_view if summary_view is not None else InputView(content)
     mine = list(summary_view.identifiers(scan))
-    invented = [i for i in mine if not in_input(i)]
+    invented = [i for i in _claims(content, mine) if not in_input(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         # a failure when the summary invents many and most of what it names: the agent

@@ -1,12 +1,30 @@
-"""inflation: a summary with more tokens than what it replaced.
+"""inflation: a compaction that did not make the context smaller.
 
-Both sides are counted with the same script-aware estimate (tokens.estimate_tokens),
-so a Chinese summary of an English conversation is measured right. The input is
-the record's source text when the store has it, else its recorded token count.
+- `context`: the agent's own measure of its whole context just before and just after
+  the compaction (OpenClaw's tokensBefore/tokensAfter, Claude Code's preTokens/postTokens),
+  when it keeps both: after at or above `max_context_after_ratio` of before is a failure,
+  whatever the summary's text (the agent counted both with the same counter).
+- `detect`: a summary with more tokens than what it replaced. Both sides are counted with
+  the same script-aware estimate (tokens.estimate_tokens), so a Chinese summary of an
+  English conversation is measured right. The input is the record's source text when the
+  store has it, else its recorded token count.
 """
 from __future__ import annotations
 
 from ..findings import Finding
+
+
+def context(before, after, settings) -> list:
+    if not before or after is None or before <= 0:
+        return []
+    ratio = after / before
+    if ratio < settings.max_context_after_ratio:
+        return []
+    grew = "grew the context" if after > before else "did not shrink the context"
+    return [Finding("inflation", f"the compaction {grew}: {after:,} tokens after it, {before:,} before (x{ratio:.2f}, "
+                    "the agent's own counts); its summary replaced less than it added, re-run it with a smaller "
+                    "target or through compaction-guard serve",
+                    figures={"context_before": before, "context_after": after, "context_ratio": round(ratio, 3)})]
 
 
 def detect(output_tokens: int, input_tokens, settings) -> list:

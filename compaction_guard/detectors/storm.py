@@ -2,7 +2,8 @@
 
 - more than `storm_max_compactions` compactions within `storm_window_minutes`;
 - a run of `storm_run` compactions close together (each within the window of the
-  first) whose tokensBefore does not fall: compaction is not shrinking the context
+  first) whose context does not fall: what each left (tokensAfter) when the agent records
+  it, else what each started from (tokensBefore): compaction is not shrinking the context
   (lossless-claw #1177, codex #36665: 74-211 compactions in one session).
 A storm is a warning: each summary may still be valid.
 """
@@ -28,10 +29,15 @@ def _ts(value) -> Optional[float]:
 class StormTracker:
     def __init__(self, settings):
         self.s = settings
-        self._recent = {}      # scope -> [(ts, tokens_before)]
+        self._recent = {}      # scope -> [(ts, ("after" | "before", tokens))]
 
     def prime(self, scope: str, items) -> None:
-        self._recent.setdefault(scope, []).extend((_ts(t), n) for t, n in items)
+        """(timestamp, tokens_before[, tokens_after]) of the scope's compactions before this check."""
+        hist = self._recent.setdefault(scope, [])
+        for item in items:
+            t, n = item[0], item[1]
+            a = item[2] if len(item) > 2 else None
+            hist.append((_ts(t), ("after", a) if isinstance(a, int) else ("before", n)))
 
     def recent(self, scope: str) -> list:
         return [(t, n) for t, n in self._recent.get(scope, [])][-self.s.storm_max_compactions - 1:]
@@ -41,7 +47,8 @@ class StormTracker:
         if "session" not in meta or record.stale_scope is None:
             return []
         ts = _ts(meta.get("timestamp"))
-        tokens = meta.get("tokens_before")
+        after = meta.get("tokens_after")
+        tokens = ("after", after) if isinstance(after, int) else ("before", meta.get("tokens_before"))
         hist = self._recent.setdefault(record.stale_scope, [])
         hist.append((ts, tokens))
         keep = max(self.s.storm_max_compactions, self.s.storm_run) + 1
@@ -56,11 +63,14 @@ class StormTracker:
                                f"minutes in session {meta['session']}", failure=False,
                                figures={"compactions": len(recent), "window_minutes": self.s.storm_window_minutes}))
         run = hist[-self.s.storm_run:]
-        if (len(run) == self.s.storm_run and all(t is not None and n for t, n in run)
+        which = {w for _, (w, _n) in run}
+        if (len(run) == self.s.storm_run and len(which) == 1 and all(t is not None and n for t, (_w, n) in run)
                 and run[-1][0] - run[0][0] <= window
-                and all(b[1] >= a[1] for a, b in zip(run, run[1:]))):
+                and all(b[1][1] >= a[1][1] for a, b in zip(run, run[1:]))):
+            name = "tokensAfter" if which == {"after"} else "tokensBefore"
+            values = [n for _, (_w, n) in run]
             out.append(Finding("not_shrinking", f"{len(run)} compactions in a row in {(run[-1][0] - run[0][0]) / 60:.0f} "
-                               f"min with tokensBefore {', '.join(str(n) for _, n in run)}: compaction is not "
+                               f"min with {name} {', '.join(str(n) for n in values)}: compaction is not "
                                "shrinking the context", failure=False,
-                               figures={"tokens_before": [n for _, n in run]}))
+                               figures={"tokens_after" if which == {"after"} else "tokens_before": values}))
         return out

@@ -3,39 +3,28 @@
 - records_file: plain text / Markdown, JSON, YAML, JSONL summaries files
 - dag_state:    memory-dag-compactor's state.yaml (+ MEMORY.md for leaf inputs)
 - lcm:          lossless-claw's lcm.db (SQLite, read-only)
-- transcripts:  OpenClaw session JSONL files and per-agent openclaw-agent.sqlite
+- transcripts:  OpenClaw session JSONL files and archived transcripts (deleted, reset)
+- agent_db:     OpenClaw's per-agent openclaw-agent.sqlite (events, cold and deletion
+                archives, session counters)
 
 To add a store: a Source subclass (stores/source.py) yielding SummaryRecords with the
 store's own ids, a branch in `load_file` sniffed from content (not only the name)
-and, if it lives under the OpenClaw home, an entry in `discover`.
+and, if it belongs to an agent's layout (layout.py), an entry in `discover`.
 """
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 from typing import Optional
 
 from ..errors import GuardError
-from . import dag_state, lcm, records_file, sqlite_ro, transcripts
+from ..layout import Layout
+from . import agent_db, dag_state, lcm, records_file, sqlite_ro, transcripts
 from .source import ListSource, Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_SUFFIXES = {".db", ".sqlite", ".sqlite3"}
 MAX_FILE_BYTES = 1 << 30
-
-
-def openclaw_home(env=None) -> Path:
-    env = os.environ if env is None else env
-    return Path(env.get("OPENCLAW_HOME") or Path.home() / ".openclaw").expanduser()
-
-
-def dag_state_path(home: Path) -> Path:
-    return home / "skill-state" / "memory-dag-compactor" / "state.yaml"
-
-
-def memory_path(home: Path) -> Path:
-    return home / "workspace" / "MEMORY.md"
 
 
 def read_text(path: Path, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> tuple:
@@ -84,14 +73,14 @@ def _sqlite_source(path: Path) -> Source:
     if lcm.looks_like_lcm(cols):
         return lcm.LcmSource(path, con)
     if "transcript_events" in cols:
-        return transcripts.AgentDbSource(path, con)
+        return agent_db.AgentDbSource(path, con)
     con.close()
     raise GuardError(f"{path}: a SQLite database with an unknown schema (neither lossless-claw's summaries table nor "
                      "OpenClaw's transcript_events); check the path")
 
 
 def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int] = None,
-              home: Optional[Path] = None, max_bytes: int = MAX_FILE_BYTES) -> Source:
+              layout: Optional[Layout] = None, max_bytes: int = MAX_FILE_BYTES) -> Source:
     """The store in one file the user named: a summaries file, one summary, a DAG state,
     an lcm.db, a session JSONL or an agent database (sniffed from the content)."""
     path = Path(path)
@@ -105,25 +94,28 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
                          "is a summaries file)")
     if transcripts.looks_like_session_jsonl(head):
         return transcripts.SessionFileSource(path)
+    if path.name.endswith(".zst") or transcripts.is_archive_name(path.name):
+        return transcripts.ArchiveFileSource(path)
     text, note = read_text(path, max_bytes=max_bytes)
     data = records_file.load_data(path, text)
     if dag_state.is_dag_state(data):
-        mem = _memory_for(path, home)
+        mem = _memory_for(path, layout)
         return ListSource(dag_state.SOURCE, path, dag_state.records(path, data, mem), note, incremental=True,
                           identity=dag_state.SOURCE)
     source = f"file:{path.name}"
     recs = records_file.parse(path, text, data, source, input_text, input_tokens)
     kind = "text" if data is records_file._NOT_STRUCTURED else "summaries-file"
     return ListSource(kind, path, recs, note)
-def _memory_for(state_path: Path, home: Optional[Path]) -> Optional[str]:
-    """MEMORY.md for a DAG state: beside the OpenClaw home the state sits in."""
+def _memory_for(state_path: Path, layout: Optional[Layout]) -> Optional[str]:
+    """MEMORY.md for a DAG state: the layout's workspace, else beside the state directory
+    the state sits in."""
     candidates = []
-    if home is not None:
-        candidates.append(memory_path(home))
-    # .../skill-state/memory-dag-compactor/state.yaml -> ...
+    if layout is not None:
+        candidates.append(layout.memory)
+    # <state>/skill-state/memory-dag-compactor/state.yaml -> <state>/workspace/MEMORY.md
     parents = state_path.resolve().parents
     if len(parents) >= 3:
-        candidates.append(memory_path(parents[2]))
+        candidates.append(parents[2] / "workspace" / "MEMORY.md")
     for c in candidates:
         if c.is_file():
             try:
@@ -133,33 +125,44 @@ def _memory_for(state_path: Path, home: Optional[Path]) -> Optional[str]:
     return None
 
 
-def discover(home: Path, env=None) -> tuple:
-    """(sources, errors): every store found under an OpenClaw home. A store that cannot
+def discover(layout: Layout) -> tuple:
+    """(sources, errors): every store of one OpenClaw installation. A store that cannot
     be read is an error line and the others are still checked."""
     found, errors = [], []
 
     def attempt(make):
         try:
-            found.append(make())
+            src = make()
+            found.append(src)
+            return src
         except GuardError as exc:
             errors.append(str(exc))
+            return None
 
-    state = dag_state_path(home)
+    state = layout.dag_state
     if state.exists():
         def dag():
             text, note = read_text(state, "state file")
             data = records_file.load_data(state, text)
             if not dag_state.is_dag_state(data):
                 raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
-            mem = _memory_for(state, home)
+            mem = _memory_for(state, layout)
             return ListSource(dag_state.SOURCE, state, dag_state.records(state, data, mem), note, incremental=True,
                               identity=dag_state.SOURCE)
         attempt(dag)
-    db = lcm.default_path(home, env)
-    if db.exists():
-        attempt(lambda: lcm.LcmSource(db))
-    for f in transcripts.session_files(home):
-        attempt(lambda f=f: transcripts.SessionFileSource(f))
-    for f in transcripts.agent_dbs(home):
-        attempt(lambda f=f: transcripts.AgentDbSource(f))
+    if layout.lcm_db.exists():
+        attempt(lambda: lcm.LcmSource(layout.lcm_db))
+    for agent in layout.agents:
+        listed = set()
+        if agent.database.is_file():
+            src = attempt(lambda a=agent: agent_db.AgentDbSource(a.database, agent=a.id, sessions_dir=a.sessions))
+            if src is not None:
+                try:
+                    listed = src.archive_names()
+                except Exception:      # noqa: BLE001 - a damaged table: its files are read instead
+                    listed = set()
+        for f in transcripts.session_files(agent.sessions):
+            attempt(lambda f=f: transcripts.SessionFileSource(f))
+        for f in transcripts.archive_files(agent.sessions, listed):
+            attempt(lambda f=f: transcripts.ArchiveFileSource(f))
     return found, errors

@@ -11,11 +11,10 @@ inflation ratio: the summary is counted the same way, token_counter "lcm"). The 
 are read batch by batch with their summaries: never all at once. Rows with model = 'emergency-fallback' were written with no
 model at all: L3 usage. Stale scope: the conversation.
 
-Path: $LCM_DATABASE_PATH, else $OPENCLAW_STATE_DIR/lcm.db, else $OPENCLAW_HOME/lcm.db.
+Path: $LCM_DATABASE_PATH, else <OpenClaw state directory>/lcm.db (layout.py).
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
@@ -29,15 +28,6 @@ from .source import Source, keep_tail
 KIND = "lossless-claw"
 REQUIRED = {"summaries": {"summary_id", "conversation_id", "content"}}
 BATCH = 500
-
-
-def default_path(home: Path, env=None) -> Path:
-    env = os.environ if env is None else env
-    if env.get("LCM_DATABASE_PATH"):
-        return Path(env["LCM_DATABASE_PATH"]).expanduser()
-    if env.get("OPENCLAW_STATE_DIR"):
-        return Path(env["OPENCLAW_STATE_DIR"]).expanduser() / "lcm.db"
-    return home / "lcm.db"
 
 
 def looks_like_lcm(cols: dict) -> bool:
