@@ -11,10 +11,12 @@ src/infra/home-dir.ts, src/agents/agent-scope-config.ts), in the order it applie
 - the *config* is `OPENCLAW_CONFIG_PATH`, else `openclaw.json` or the legacy
   `clawdbot.json` in the state directory, else (no state-dir override) the first of those
   names that exists in `~/.openclaw` or `~/.clawdbot`, else `<state>/openclaw.json`;
-- an agent's directory (its `openclaw-agent.sqlite`) is `agents.entries.<id>.agentDir` (or
-  the legacy `agents.list[]`) from the config, else `<state>/agents/<id>/agent`; its session
-  files (legacy transcripts, `sessions.json`, archives, `cold/`) are always
-  `<state>/agents/<id>/sessions`.
+- an agent's directory is `agents.entries.<id>.agentDir` (or the legacy `agents.list[]`)
+  from the config, else `<state>/agents/<id>/agent`; its session files (legacy transcripts,
+  `sessions.json`, archives, `cold/`) are always `<state>/agents/<id>/sessions`;
+- its database, `openclaw-agent.sqlite`, is where OpenClaw's registry says
+  (`<state>/state/openclaw.sqlite`, table `agent_databases`: agent id and path, relative to
+  the state directory or absolute), else in the agent's directory.
 
 The plugins' stores: lossless-claw's `lcm.db` is `LCM_DATABASE_PATH`, else `<state>/lcm.db`;
 memory-dag-compactor's state is `<state>/skill-state/memory-dag-compactor/state.yaml` and its
@@ -54,13 +56,14 @@ def normalize_agent_id(value) -> str:
 @dataclass(frozen=True)
 class Agent:
     id: str
-    dir: Path             # agentDir: openclaw-agent.sqlite
+    dir: Path             # agentDir
     sessions: Path        # <state>/agents/<id>/sessions: legacy JSONL, sessions.json, archives
-    configured: bool      # named in the config (else found on disk)
+    configured: bool      # named in the config (else found on disk or in the registry)
+    db: Optional[Path] = None     # the registry's path of its database, when it has one
 
     @property
     def database(self) -> Path:
-        return self.dir / "openclaw-agent.sqlite"
+        return self.db if self.db is not None else self.dir / "openclaw-agent.sqlite"
 
 
 @dataclass
@@ -185,6 +188,33 @@ def _roster(cfg: Optional[dict]) -> list:
     return []
 
 
+def registry(state: Path) -> list:
+    """(agent id, database path) of OpenClaw's agent database registry, read-only; [] when
+    there is none or it cannot be read (the agents' directories are looked in anyway)."""
+    import sqlite3
+    from . import sqlite_ro
+    from .errors import GuardError
+    db = state / "state" / "openclaw.sqlite"
+    if not db.is_file():
+        return []
+    try:
+        con = sqlite_ro.connect(db, "OpenClaw state database")     # creates nothing beside it
+    except (GuardError, OSError):
+        return []
+    try:
+        rows = con.execute("SELECT agent_id, path FROM agent_databases ORDER BY agent_id, path").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        con.close()
+    out = []
+    for aid, p in rows:
+        if isinstance(aid, str) and isinstance(p, str) and p.strip():
+            path = Path(p)
+            out.append((normalize_agent_id(aid), (path if path.is_absolute() else state / path).resolve()))
+    return out
+
+
 def resolve(env=None, state_dir: Optional[str] = None) -> Layout:
     """The layout of one OpenClaw installation. `state_dir` (the --home flag) names the state
     directory itself and wins over the environment; a directory that only holds `.openclaw`
@@ -236,6 +266,16 @@ def resolve(env=None, state_dir: Optional[str] = None) -> Layout:
         if name not in seen:
             seen.add(name)
             agents.append(Agent(name, state / "agents" / name / "agent", state / "agents" / name / "sessions", False))
+    known = {a.database.resolve() for a in agents}
+    for aid, db in registry(state):
+        if db in known:
+            continue
+        known.add(db)
+        mine = next((a for a in agents if a.id == aid), None)
+        if mine is not None and not mine.database.exists():
+            agents[agents.index(mine)] = Agent(aid, mine.dir, mine.sessions, mine.configured, db)
+        else:
+            agents.append(Agent(aid, db.parent, state / "agents" / aid / "sessions", False, db))
     # plugins' stores
     if _clean(env.get("LCM_DATABASE_PATH")):
         lcm, lcm_origin = _user_path(env["LCM_DATABASE_PATH"], home), "LCM_DATABASE_PATH"

@@ -10,7 +10,7 @@ import time
 from compaction_guard import operations
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
-from compaction_guard.stores import sqlite_ro
+from compaction_guard import sqlite_ro
 from conftest import run_guard
 from openclaw_fixtures import LcmBuilder, agent_db, compaction, message, session_jsonl
 

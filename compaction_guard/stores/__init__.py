@@ -19,7 +19,8 @@ from typing import Optional
 
 from ..errors import GuardError
 from ..layout import Layout
-from . import agent_db, dag_state, lcm, records_file, sqlite_ro, transcripts
+from .. import sqlite_ro
+from . import agent_db, dag_state, lcm, records_file, transcripts
 from .source import ListSource, Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -28,7 +28,8 @@ from typing import Optional
 
 from ..errors import GuardError
 from ..tokens import content_key
-from . import sessions_index, sqlite_ro
+from .. import sqlite_ro
+from . import sessions_index
 from .entries import SessionReader
 from .source import Source
 from .transcripts import decompress, read_archive, session_key

@@ -22,7 +22,7 @@ from typing import Optional
 from ..tokens import content_key
 from ..errors import GuardError
 from ..records import SummaryRecord
-from . import sqlite_ro
+from .. import sqlite_ro
 from .source import Source, keep_tail
 
 KIND = "lossless-claw"

@@ -13,7 +13,7 @@ import sqlite3
 import urllib.parse
 from pathlib import Path
 
-from ..errors import GuardError
+from .errors import GuardError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_SECONDS = 10.0

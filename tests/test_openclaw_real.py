@@ -1,0 +1,219 @@
+"""The guard on stores OpenClaw's own code wrote (npm openclaw 2026.9.6, tests/openclaw/write_stores.mjs):
+its SessionManager for transcripts and compactions, its session store for the counters, its
+delete and cold-tier maintenance for the archives, its doctor for VACUUM, its functions and
+constants for the fallback markers. The home is a user's home with OPENCLAW_HOME pointing at
+it: the state is `<home>/.openclaw`, as OpenClaw resolves it."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from openclaw_real import env_for, openclaw, require, write_stores
+from conftest import ROOT
+
+S1, S2, S3, S4, S5, S6 = (f"11111111-0000-4000-8000-00000000000{i}" for i in range(1, 7))
+
+# distinct sentences, longer than OpenClaw's 16,000-character budget: its own capCompactionSummary cuts them
+LONG = " ".join(f"Step {i}: moved table t{i:03d} of the billing schema to Postgres 16 and checked {i * 7} rows."
+                for i in range(400))
+
+GOOD_WITH_FILES = {"openclaw": "with-files", "text": (
+    "## Decisions\n- Deployed v2.4.1 to staging-3 (ticket OPS-4412).\n\n## Open TODOs\n- Run the smoke tests.\n\n"
+    "## Constraints/Rules\n- Deploy only from the release branch.\n\n## Pending user asks\n- Run the smoke tests on "
+    "staging-3.\n\n## Exact identifiers\n- OPS-4412, v2.4.1, staging-3"),
+    "readFiles": ["deploy/staging.yaml", "docs/runbook/smoke.md", "ops/inventory/hosts.ini", "ci/pipelines/release.yml",
+                  "scripts/smoke/run_all.sh"],
+    "modifiedFiles": ["deploy/release.txt"]}
+
+PLAN = [
+    {"op": "session", "key": "agent:main:ops", "session": S1, "entries": [
+        {"ref": "u1", "user": "Deploy release v2.4.1 to staging-3; the ticket is OPS-4412. Deploy only from the "
+                              "release branch."},
+        {"ref": "a1", "assistant": "Deployed v2.4.1 to staging-3 from the release branch. Smoke tests pending."},
+        {"ref": "u2", "user": "Run the smoke tests on staging-3 next."},
+        {"ref": "c1", "compaction": GOOD_WITH_FILES, "firstKept": "u2", "tokensBefore": 3097, "tokensAfter": 1200},
+        {"ref": "a2", "assistant": "Smoke tests passed on staging-3: 42 of 42."},
+        {"ref": "c2", "compaction": "## Decisions\n- v2.4.1 on staging-3 passed its smoke tests, 42 of 42 (OPS-4412).",
+         "firstKept": "a2", "tokensBefore": 3680, "tokensAfter": 5155},
+    ]},
+    {"op": "counters", "key": "agent:main:ops", "entry": {"sessionId": S1, "totalTokens": 190000,
+                                                          "contextTokens": 200000, "compactionCount": 2,
+                                                          "totalTokensFresh": True}},
+    {"op": "session", "key": "agent:main:billing", "session": S2, "entries": [
+        {"ref": "b1", "user": "Migrate the billing tables to Postgres 16: invoices, payments, refunds."},
+        {"ref": "b2", "assistant": "Migrated invoices and payments to Postgres 16; refunds are left."},
+        {"ref": "bc1", "compaction": {"openclaw": "partial", "completed": 1, "total": 3,
+                                      "text": "## Decisions\n- Billing to Postgres 16: invoices and payments migrated."},
+         "firstKept": "b2", "tokensBefore": 9000, "tokensAfter": 900},
+        {"ref": "b3", "user": "Now migrate the refunds table."},
+        {"ref": "b4", "assistant": "The refunds table is migrated to Postgres 16 too."},
+        {"ref": "bc2", "compaction": "copy-forward", "firstKept": "b4", "tokensBefore": 9400, "tokensAfter": 1000},
+        {"ref": "b5", "user": "Move the remaining billing tables the same way, one by one."},
+        {"ref": "bc3", "compaction": {"openclaw": "truncated", "text": LONG}, "firstKept": "b5",
+         "tokensBefore": 20000, "tokensAfter": 5000},
+    ]},
+    {"op": "counters", "key": "agent:main:billing", "entry": {"sessionId": S2, "totalTokens": 1200,
+                                                              "contextTokens": 200000, "compactionCount": 3}},
+    {"op": "session", "key": "agent:main:gone", "session": S3, "entries": [
+        {"ref": "g1", "user": "Rotate the API key of the payments gateway pg-east-2."},
+        {"ref": "g2", "assistant": "Rotated the pg-east-2 key; the old one is revoked."},
+        {"ref": "gc1", "compaction": "Rotated the API key of payments gateway pg-east-2 and revoked the old one.",
+         "firstKept": "g2", "tokensBefore": 2000, "tokensAfter": 300},
+    ]},
+    {"op": "delete", "key": "agent:main:gone"},
+    {"op": "session", "key": "agent:main:windows", "session": S4, "entries": [
+        {"ref": "w1", "user": "Bump the mobile app to build 731 and ship it to TestFlight."},
+        {"ref": "w2", "assistant": "Build 731 is on TestFlight."},
+        {"ref": "wr", "reset": "new"},
+        {"ref": "w3", "user": "Set up nightly backups of the orders database to bucket s3://acme-orders-backup."},
+        {"ref": "snap", "custom": "model-snapshot", "data": {"provider": "scripted", "modelId": "scripted"}},
+        {"ref": "w4", "assistant": "Nightly backup of orders scheduled at 02:00 to s3://acme-orders-backup."},
+        {"ref": "wc1", "compaction": "Nightly backups of the orders database go to s3://acme-orders-backup at 02:00.",
+         "firstKept": "snap", "tokensBefore": 4000, "tokensAfter": 700},
+        {"ref": "w5", "user": "The restore drill is ticket INC-20931; run it on Friday."},
+        {"ref": "wc2", "compaction": "Orders backups to s3://acme-orders-backup nightly at 02:00; the restore drill "
+                                     "INC-20931 runs on Friday.", "firstKept": "w5", "tokensBefore": 4200,
+         "tokensAfter": 800},
+    ]},
+]
+
+
+@pytest.fixture(scope="module")
+def real_home(tmp_path_factory):
+    where = require()
+    home = tmp_path_factory.mktemp("user") / "home"
+    plan = json.loads(json.dumps(PLAN))
+    # `copy-forward`: the partial summary carried into the next one, marker and all, with a line
+    # added, as OpenClaw does when it re-distills a previous summary
+    first = write_stores(home, [])["markers"]
+    partial = ("## Decisions\n- Billing to Postgres 16: invoices and payments migrated.\n\n"
+               + first["partial_example"])
+    for step in plan:
+        for e in step.get("entries", []):
+            if e.get("compaction") == "copy-forward":
+                e["compaction"] = partial + "\n- Refunds migrated to Postgres 16 as well."
+    out = write_stores(home, plan)
+    return where, home, out["refs"], out["markers"]
+
+
+def _max_rowid(db) -> int:
+    import sqlite3
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        return con.execute("SELECT max(rowid) FROM transcript_events").fetchone()[0]
+
+
+def _rowid_of(db, entry_id) -> int:
+    import sqlite3
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        return con.execute("SELECT rowid FROM transcript_events WHERE json_extract(event_json, '$.id') = ?",
+                           (entry_id,)).fetchone()[0]
+
+
+def guard(home, where, *args, **extra):
+    env = env_for(home, where, **extra)
+    return subprocess.run([sys.executable, str(ROOT / "guard.py"), *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@pytest.fixture
+def fresh_home(real_home, tmp_path):
+    """A copy of the home OpenClaw wrote, for a test that changes it."""
+    where, home, refs, markers = real_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy, symlinks=True)
+    return where, copy, refs, markers
+
+
+def test_the_home_is_found_as_openclaw_finds_it(fresh_home, tmp_path):
+    where, home, refs, _ = fresh_home
+    p = guard(home, where, "--check")
+    first = p.stdout.splitlines()[0]
+    assert first.startswith(f"Checking OpenClaw state directory {home / '.openclaw'} (OPENCLAW_HOME/.openclaw)")
+    assert "openclaw-agent-db" in first and "Status: DEGRADED" in p.stdout
+    # OPENCLAW_STATE_DIR names the state directory itself
+    assert "summaries checked" in guard(home, where, "--check", "--all", OPENCLAW_STATE_DIR=str(home / ".openclaw")).stdout
+    # --home given the user's home (which holds .openclaw) means that .openclaw
+    p = guard(tmp_path, where, "--check", "--all", "--home", str(home))
+    assert f"{home / '.openclaw'} (--home {home}: its .openclaw)" in p.stdout.splitlines()[0]
+    # pointed at nothing: not HEALTHY, exit 2, where it looked and what to set
+    empty = tmp_path / "nobody"
+    empty.mkdir()
+    p = guard(empty, where, "--check")
+    assert p.returncode == 2 and "Status: NO_STORE" in p.stdout
+    assert str(empty / ".openclaw") in p.stderr and "OPENCLAW_STATE_DIR" in p.stderr
+
+
+def test_every_compaction_openclaw_wrote_is_found_with_its_verdict(fresh_home):
+    where, home, refs, _ = fresh_home
+    p = guard(home, where, "--check", "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    by = {r["id"]: r for r in doc["results"]}
+    expected = ["c1", "c2", "bc1", "bc2", "bc3", "gc1", "wc1", "wc2"]
+    assert sorted(by) == sorted(refs[r] for r in expected)          # OpenClaw's own entry ids, each once
+    v = {ref: by[refs[ref]] for ref in expected}
+    # structured summary with OpenClaw's headings and file lists: valid, no invented identifiers
+    assert v["c1"]["valid"] and not v["c1"]["warnings"], v["c1"]
+    # tokensAfter above tokensBefore: the context grew
+    assert v["c2"]["failures"] == ["inflation"] and "5,155 tokens after it, 3,680 before" in v["c2"]["reasons"]["inflation"]
+    # OpenClaw's partial summary: a fallback that lost chunks 2-3 of 3
+    assert v["bc1"]["failures"] == ["truncation_marker"]
+    assert "chunks 1-1 of 3" in v["bc1"]["reasons"]["truncation_marker"] and "lost the other 2" in \
+        v["bc1"]["reasons"]["truncation_marker"]
+    # the same summary carried forward into the next: counted where it was written, not again
+    assert v["bc2"]["valid"] and any(w.startswith("inherited_marker") for w in v["bc2"]["warnings"]), v["bc2"]
+    # cut to OpenClaw's budget by its own capCompactionSummary
+    assert "truncation_marker" in v["bc3"]["failures"] and "openclaw-summary-truncated" in \
+        v["bc3"]["reasons"]["truncation_marker"]
+    # the deleted session, read from the database's archive (the .deleted file is its copy: not read again)
+    assert v["gc1"]["valid"] and v["gc1"]["source"] == "openclaw-agent-db"
+    # windows: after a reset, and kept from a custom (model-snapshot) entry: INC-20931 is the user's own
+    assert v["wc1"]["valid"] and v["wc2"]["valid"], (v["wc1"], v["wc2"])
+    assert not any("invented" in w for w in v["wc2"]["warnings"])
+    assert v["wc1"]["fidelity"]["grounding"] >= 0.5        # judged against what came after the reset
+    assert doc["written_by_fallback"] == 2
+    # the counters OpenClaw keeps in session_nodes: a session near its window whose last compaction failed
+    (warn,) = doc["session_warnings"]
+    assert warn["session_key"] == "agent:main:ops" and warn["total_tokens"] == 190000 \
+        and warn["context_tokens"] == 200000 and warn["last_compaction"] == refs["c2"]
+
+
+def test_incremental_checks_survive_openclaws_vacuum_and_archives(fresh_home):
+    """The watermark is per session and seq, the store's own key: a deleted session (whose
+    rows were the newest), OpenClaw's `doctor --session-sqlite compact` (VACUUM, which may
+    renumber rowids: the table has no INTEGER PRIMARY KEY) and the cold tier lose nothing
+    and count nothing twice."""
+    where, home, refs, _ = fresh_home
+    db = home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    first = json.loads(guard(home, where, "--check", "--format", "json").stdout)
+    assert first["summaries_checked"] == 8
+    top_before = _max_rowid(db)
+    # delete the session whose rows are the newest, VACUUM, then OpenClaw appends a compaction
+    write_stores(home, [{"op": "delete", "key": "agent:main:windows"}])
+    p = openclaw(where, home, "doctor", "--session-sqlite", "compact", "--session-sqlite-agent", "main", "--yes")
+    assert p.returncode == 0 and "compact reclaimed" in p.stdout, p.stdout + p.stderr
+    out = write_stores(home, [{"op": "session", "key": "agent:main:billing", "session": S2, "entries": [
+        {"ref": "b6", "user": "The billing migration is finished: all 12 tables are on Postgres 16."},
+        {"ref": "wc3", "compaction": "All 12 billing tables are migrated to Postgres 16; the migration is finished.",
+         "firstKept": "b6", "tokensBefore": 4300, "tokensAfter": 600}]}])
+    # the new compaction's rowid is below the highest one the first check saw: a rowid
+    # watermark would never read it
+    assert _rowid_of(db, out["refs"]["wc3"]) <= top_before
+    second = json.loads(guard(home, where, "--check", "--format", "json").stdout)
+    new = [r["id"] for r in second["results"]]
+    # the new compaction, and the deleted session's compactions once more from its archive (not new: counted)
+    assert out["refs"]["wc3"] in new
+    rep = json.loads(guard(home, where, "--report", "--format", "json").stdout)
+    assert rep["stored_total"] == 9                     # 8 + the new one: nothing counted twice
+    # the cold tier: the session's events leave transcript_events for a zstd archive
+    write_stores(home, [{"op": "cold", "afterDays": 30}])
+    third = json.loads(guard(home, where, "--check", "--format", "json").stdout)
+    assert third["status"] in ("HEALTHY", "DEGRADED")
+    rep = json.loads(guard(home, where, "--report", "--format", "json").stdout)
+    assert rep["stored_total"] == 9
+    cold = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
+    assert out["refs"]["wc3"] in {r["id"] for r in cold["results"]}      # read from the cold archive
