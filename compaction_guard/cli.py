@@ -98,8 +98,36 @@ def _out(args, doc: dict, text: str) -> None:
         sys.stdout.write(text)
 
 
+def run_hook(argv: list) -> int:
+    """`compaction-guard hook install|remove`: the OpenClaw hook that checks each compaction."""
+    from . import hooks
+    p = _Parser(prog="compaction-guard hook", description="Install or remove the OpenClaw hook that checks each "
+                "compaction seconds after it is written (event session:compact:after).")
+    p.add_argument("action", choices=["install", "remove"])
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR", help="OpenClaw's state directory (default: "
+                   "as OpenClaw finds it)")
+    p.add_argument("--openclaw", metavar="CMD", help="OpenClaw's command, to enable/disable the hook with "
+                   "(default $OPENCLAW_BIN, else `openclaw` on PATH)")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="the hook's check is killed after this")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    args = p.parse_args(argv)
+    layout = layouts.resolve(state_dir=args.home)
+    doc = hooks.install(layout, args.openclaw, args.timeout) if args.action == "install" else \
+        hooks.remove(layout, args.openclaw)
+    if args.format == "json":
+        sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
+    elif args.action == "install":
+        sys.stdout.write(f"hook written: {doc['hook']} (on {doc['event']}; runs {' '.join(doc['command'])})\n"
+                         f"  {doc['note'] if doc['enabled'] else 'NOT ENABLED YET: ' + doc['note']}\n")
+    else:
+        sys.stdout.write(f"hook {'removed' if doc['removed'] else 'not installed'}: {doc['hook']}\n  {doc['note']}\n")
+    return 0
+
+
 def run(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:
+        return run_hook(argv[1:])
     if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
         argv[0] = "--serve"
     args = build_parser().parse_args(argv)

@@ -84,9 +84,11 @@ class Result:
         return out
 
     def to_dict(self) -> dict:
+        session = getattr(self, "session", None)
         return {
             "id": self.id,
             "source": self.source,
+            **({"session": str(session)} if session else {}),
             "valid": self.valid,
             "failures": self.failures,
             "warnings": self.warnings,

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: the detector evaluation on the labelled
-# corpus (precision/recall per kind, fails if a target is missed) and pytest.
+# corpus (precision/recall per kind, fails if a target is missed) and pytest, which
+# runs the real OpenClaw (installed once and cached by scripts/setup_openclaw.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
+GUARD_OPENCLAW=$(./scripts/setup_openclaw.sh)
+export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1
 .venv/bin/python tests/corpus/evaluate.py
 .venv/bin/python -m pytest -q "$@"

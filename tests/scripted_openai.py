@@ -34,8 +34,11 @@ def is_compaction(body: dict) -> bool:
 
 
 class ScriptedOpenAI:
-    def __init__(self, summaries=None, reply: str = REPLY, record=None, prompt_tokens: int = 0, port: int = 0):
+    def __init__(self, summaries=None, reply: str = REPLY, record=None, prompt_tokens: int = 0, port: int = 0,
+                 when=None):
         self.summaries = list(summaries or ["## Decisions\nNone.\n\n## Open TODOs\nNone."])
+        # [(text the compaction request holds, summary to answer)]: checked first, in order
+        self.when = list(when or [])
         self.reply = reply
         self.record = record
         self.prompt_tokens = prompt_tokens        # usage to report (0: a rough count of the prompt)
@@ -117,6 +120,10 @@ class ScriptedOpenAI:
 
     def _answer(self, body: dict) -> tuple:
         if is_compaction(body):
+            sent = json.dumps(body.get("messages") or [], ensure_ascii=False)
+            for needle, text in self.when:
+                if needle in sent:
+                    return text, "compaction"
             with self._lock:
                 text = self.summaries.pop(0) if len(self.summaries) > 1 else self.summaries[0]
             return text, "compaction"

@@ -217,3 +217,59 @@ def test_incremental_checks_survive_openclaws_vacuum_and_archives(fresh_home):
     assert rep["stored_total"] == 9
     cold = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
     assert out["refs"]["wc3"] in {r["id"] for r in cold["results"]}      # read from the cold archive
+
+
+def test_hook_install_and_remove_without_openclaw_on_path(tmp_path, monkeypatch):
+    """Written into OpenClaw's managed hooks directory; without OpenClaw's command the operator is
+    told how to enable it; a hook of that name the guard did not write is never touched."""
+    from compaction_guard import hooks, layout
+    state = tmp_path / ".openclaw"
+    state.mkdir()
+    monkeypatch.delenv("OPENCLAW_BIN", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    lay = layout.at(state)
+    doc = hooks.install(lay)
+    d = state / "hooks" / "compaction-resilience-guard"
+    assert doc["enabled"] is False and "openclaw hooks enable compaction-resilience-guard" in doc["note"]
+    assert sorted(p.name for p in d.iterdir()) == ["HOOK.md", "guard.json", "handler.js"]
+    assert '"events": ["session:compact:after"]' in (d / "HOOK.md").read_text()
+    assert hooks.remove(lay)["removed"] and not d.exists()
+    other = state / "hooks" / "compaction-resilience-guard"
+    other.mkdir(parents=True)
+    (other / "HOOK.md").write_text("---\nname: something-else\n---\n")
+    with pytest.raises(Exception, match="did not write"):
+        hooks.install(lay)
+    assert (other / "HOOK.md").read_text().startswith("---\nname: something-else")
+
+
+@pytest.mark.parametrize("command,expect", [
+    (["/bin/false"], "gave no report"),
+    (["/bin/sh", "-c", "sleep 30"], "timed out"),
+    (["/nonexistent/compaction-guard"], "could not run"),
+    (["/bin/sh", "-c", """echo '{"results": [{"id": "x", "session": "S", "valid": false, "failures": ["empty"], """
+                       """"reasons": {"empty": "nothing in it"}}], "status": "DEGRADED"}'"""],
+     "failed (empty): nothing in it"),
+])
+def test_the_hook_handler_never_breaks_the_gateway(tmp_path, command, expect):
+    """OpenClaw awaits the handler: whatever the guard does (fails, hangs, is missing), it
+    returns, within its timeout, without throwing; a failure becomes one line for the user."""
+    from compaction_guard import hooks, layout
+    where = require()
+    state = tmp_path / ".openclaw"
+    state.mkdir()
+    hooks.install(layout.at(state), openclaw="/bin/true")
+    d = state / "hooks" / "compaction-resilience-guard"
+    (d / "guard.json").write_text(json.dumps({"command": command, "timeoutMs": 1500}))
+    runner = tmp_path / "run.mjs"
+    runner.write_text(
+        f'import handler from {json.dumps(str(d / "handler.js"))};\n'
+        'const event = {type: "session", action: "compact:after", context: {sessionId: "S"}, messages: []};\n'
+        'const logs = []; console.log = console.warn = (...a) => logs.push(a.join(" "));\n'
+        'await handler(event);\n'
+        'process.stdout.write(JSON.stringify({messages: event.messages, logs}));\n')
+    from openclaw_real import node
+    p = subprocess.run([str(node(where)), str(runner)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert any(expect in line for line in out["logs"]), out
+    assert (out["messages"] != []) == ("failed (" in expect)

@@ -1,0 +1,159 @@
+"""The real OpenClaw gateway, live on 127.0.0.1: the guard's hook installed with OpenClaw's own
+`hooks enable`, turns sent with `openclaw agent`, compactions forced with `openclaw sessions
+compact`, the model a scripted OpenAI-compatible server (tests/scripted_openai.py) that
+records what OpenClaw sends. Then the guard checks the home OpenClaw wrote."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from openclaw_real import env_for, free_port, node, openclaw, package, require
+from scripted_openai import ScriptedOpenAI
+
+GOOD = ("## Decisions\n- Deploy v2.4.1 to staging-3 (ticket OPS-4412).\n\n## Open TODOs\n- Run the smoke tests.\n\n"
+        "## Constraints/Rules\n- None stated.\n\n## Pending user asks\n- Run the smoke tests on staging-3.\n\n"
+        "## Exact identifiers\n- OPS-4412, v2.4.1, staging-3")
+LOOP = "## Decisions\n" + "The user wants the smoke tests run on staging-3. " * 60
+TURNS = ["Deploy release v2.4.1 to staging-3; the ticket is OPS-4412. Remember the ticket.",
+         "Then run the smoke tests on staging-3 and tell me the result."]
+KEY = "agent:main:live"
+
+
+def _config(port_model: int, port_gateway: int, workspace) -> dict:
+    return {
+        "agents": {"defaults": {"model": {"primary": "scripted/scripted"}, "workspace": str(workspace),
+                                "compaction": {"mode": "default"}}},
+        "models": {"mode": "replace", "providers": {"scripted": {
+            "baseUrl": f"http://127.0.0.1:{port_model}/v1", "apiKey": "sk-scripted-not-a-key",
+            "api": "openai-completions",
+            "models": [{"id": "scripted", "name": "Scripted", "reasoning": False, "input": ["text"],
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 32000, "maxTokens": 2048}]}}},
+        "gateway": {"mode": "local", "bind": "loopback", "port": port_gateway, "auth": {"mode": "none"}},
+    }
+
+
+class Gateway:
+    def __init__(self, where, home, port, log):
+        self.log = log
+        self.proc = subprocess.Popen([str(node(where)), str(package(where) / "openclaw.mjs"), "gateway", "run",
+                                      "--port", str(port), "--bind", "loopback"], stdout=open(log, "w"),
+                                     stderr=subprocess.STDOUT, env=env_for(home, where), start_new_session=True)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_for(self, pattern: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if re.search(pattern, self.text()):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.3)
+        return False
+
+    def stop(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def guard(home, where, *args):
+    return subprocess.run([sys.executable, str(ROOT / "guard.py"), *map(str, args)], capture_output=True, text=True,
+                          env=env_for(home, where), timeout=120)
+
+
+def test_live_gateway_compactions_are_checked_by_the_hook_and_by_a_check(tmp_path):
+    where = require()
+    home = tmp_path / "user"
+    state = home / ".openclaw"
+    state.mkdir(parents=True)
+    t0 = time.monotonic()
+    # compactions of a history that mentions db-7 loop; the others are good
+    with ScriptedOpenAI([GOOD], when=[("db-7", LOOP)], record=tmp_path / "requests.jsonl") as model:
+        gport = free_port()
+        (state / "openclaw.json").write_text(json.dumps(_config(model.port, gport, home / "workspace"), indent=2))
+        oc = f"{node(where)} {package(where) / 'openclaw.mjs'}"
+        p = guard(home, where, "hook", "install", "--openclaw", oc)
+        assert p.returncode == 0 and "enabled with `openclaw hooks enable" in p.stdout, p.stdout + p.stderr
+        cfg = json.loads((state / "openclaw.json").read_text())
+        assert cfg["hooks"]["internal"]["entries"]["compaction-resilience-guard"]["enabled"] is True
+        gw = Gateway(where, home, gport, tmp_path / "gateway.log")
+        try:
+            assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
+            assert "loaded 1 internal hook handler" in gw.text()
+            for m in TURNS:
+                r = openclaw(where, home, "agent", "--session-key", KEY, "--message", m, timeout=180)
+                assert r.returncode == 0, r.stdout + r.stderr
+            r = openclaw(where, home, "sessions", "compact", KEY, timeout=180)
+            assert r.returncode == 0 and "Compacted session" in r.stdout, r.stdout + r.stderr
+            assert gw.wait_for(r"\[compaction-resilience-guard\] session \S+: \d+ new summar\w+ checked, valid", 60), \
+                gw.text()[-3000:]
+            r = openclaw(where, home, "agent", "--session-key", KEY, "--message", "Also check db-7 replication lag.",
+                         timeout=180)
+            assert r.returncode == 0, r.stdout + r.stderr
+            r = openclaw(where, home, "sessions", "compact", KEY, timeout=180)
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert gw.wait_for(r"\[compaction-resilience-guard\].*failed \(repetition\)", 60), gw.text()[-3000:]
+        finally:
+            gw.stop()
+        compaction_requests = [q for q in model.requests if q["kind"] == "compaction"]
+    assert compaction_requests and all(q["body"].get("stream") is True for q in compaction_requests)
+    # what the hook's checks recorded: the failure is in the guard's state
+    st = json.loads(guard(home, where, "--status", "--format", "json").stdout)
+    assert st["status"] == "DEGRADED" and st["failures_by_kind"] == {"repetition": 1}
+    # and a check of the whole home finds every compaction OpenClaw wrote, by its ids
+    doc = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
+    assert doc["layout"].endswith("(OPENCLAW_HOME/.openclaw)") and doc["sources"][0]["name"] == "openclaw-agent-db"
+    import sqlite3
+    import zstandard
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        events = [json.loads(text if text is not None else zstandard.ZstdDecompressor().decompressobj().decompress(blob))
+                  for text, blob in con.execute("SELECT event_json, event_zstd FROM transcript_events ORDER BY seq")]
+        counters = json.loads(con.execute("SELECT entry_json FROM session_nodes WHERE session_key = ?",
+                                          (KEY,)).fetchone()[0])
+    compactions = [e for e in events if e.get("type") == "compaction"]
+    ids = [e["id"] for e in compactions]
+    # OpenClaw stored the looping answer (after the previous summary, which it carries forward)
+    assert "The user wants the smoke tests run on staging-3. " * 3 in compactions[-1]["summary"]
+    by = {r["id"]: r for r in doc["results"]}
+    assert ids and set(ids) <= set(by)
+    assert by[ids[-1]]["failures"] == ["repetition"] and by[ids[-1]]["session"] == counters["sessionId"]
+    assert counters["compactionCount"] >= 2 and counters["contextTokens"] == 32000
+    assert time.monotonic() - t0 < 360
+    # removed the same way: OpenClaw's own `hooks disable`, then the directory
+    p = guard(home, where, "hook", "remove", "--openclaw", oc)
+    assert p.returncode == 0 and "disabled with `openclaw hooks disable" in p.stdout, p.stdout + p.stderr
+    assert not (state / "hooks" / "compaction-resilience-guard").exists()
+    cfg = json.loads((state / "openclaw.json").read_text())
+    assert cfg["hooks"]["internal"]["entries"]["compaction-resilience-guard"]["enabled"] is False
+    if os.environ.get("GUARD_RECORD_FIXTURES"):       # keep what OpenClaw sent and wrote (tests/data/openclaw-live)
+        _record(Path(os.environ["GUARD_RECORD_FIXTURES"]), db, model.requests)
+
+
+def _record(out: Path, db: Path, requests: list) -> None:
+    import shutil
+    out.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal"):          # as OpenClaw left it (its CHECKs need a newer SQLite than Python's to VACUUM)
+        (out / f"openclaw-agent.sqlite{suffix}").unlink(missing_ok=True)
+        if Path(f"{db}{suffix}").exists() and Path(f"{db}{suffix}").stat().st_size:
+            shutil.copyfile(f"{db}{suffix}", out / f"openclaw-agent.sqlite{suffix}")
+    with open(out / "requests.jsonl", "w", encoding="utf-8") as fh:
+        for q in (q for q in requests if q["kind"] == "compaction"):      # the compactions (turns: 50 KB each)
+            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
