@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 import subprocess
 import sys
 
@@ -28,6 +29,21 @@ GOOD_WITH_FILES = {"openclaw": "with-files", "text": (
     "readFiles": ["deploy/staging.yaml", "docs/runbook/smoke.md", "ops/inventory/hosts.ini", "ci/pipelines/release.yml",
                   "scripts/smoke/run_all.sh"],
     "modifiedFiles": ["deploy/release.txt"]}
+
+BRANCHED = {"op": "session", "key": "agent:main:branched", "session": S5, "entries": [
+    {"ref": "q1", "user": "The job queue needs a new backend; propose one."},
+    {"ref": "q2", "assistant": "Option one: move the queue to MySQL 5.7 on host mq-old-9, tickets QUE-1180, QUE-1181, "
+                               "QUE-1182, QUE-1183 and QUE-1184 for the cut-over."},
+    {"ref": "q3", "user": "No, MySQL is wrong for this. Let us go back and try something else."},
+    {"branch": "q1"},
+    {"ref": "qb", "branchSummary": "An earlier branch proposed a relational backend; the user rejected it.", "from": "q1"},
+    {"ref": "q4", "assistant": "Then Redis Streams on host mq-new-2, with consumer group workers."},
+    {"ref": "q5", "user": "Good, go with Redis Streams on mq-new-2."},
+    # a summary of the abandoned branch: its identifiers are nowhere on the path it condensed
+    {"ref": "qc1", "compaction": "The queue moves to MySQL 5.7 on host mq-old-9; cut-over tickets QUE-1180, QUE-1181, "
+                                 "QUE-1182, QUE-1183 and QUE-1184.", "firstKept": "q5", "tokensBefore": 3000,
+     "tokensAfter": 500},
+]}
 
 PLAN = [
     {"op": "session", "key": "agent:main:ops", "session": S1, "entries": [
@@ -96,7 +112,7 @@ def real_home(tmp_path_factory):
         for e in step.get("entries", []):
             if e.get("compaction") == "copy-forward":
                 e["compaction"] = partial + "\n- Refunds migrated to Postgres 16 as well."
-    out = write_stores(home, plan)
+    out = write_stores(home, plan + [BRANCHED])
     return where, home, out["refs"], out["markers"]
 
 
@@ -153,7 +169,7 @@ def test_every_compaction_openclaw_wrote_is_found_with_its_verdict(fresh_home):
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
     by = {r["id"]: r for r in doc["results"]}
-    expected = ["c1", "c2", "bc1", "bc2", "bc3", "gc1", "wc1", "wc2"]
+    expected = ["c1", "c2", "bc1", "bc2", "bc3", "gc1", "wc1", "wc2", "qc1"]
     assert sorted(by) == sorted(refs[r] for r in expected)          # OpenClaw's own entry ids, each once
     v = {ref: by[refs[ref]] for ref in expected}
     # structured summary with OpenClaw's headings and file lists: valid, no invented identifiers
@@ -175,6 +191,8 @@ def test_every_compaction_openclaw_wrote_is_found_with_its_verdict(fresh_home):
     assert v["wc1"]["valid"] and v["wc2"]["valid"], (v["wc1"], v["wc2"])
     assert not any("invented" in w for w in v["wc2"]["warnings"])
     assert v["wc1"]["fidelity"]["grounding"] >= 0.5        # judged against what came after the reset
+    # the branch it came back from is not what it condensed: that branch's ids are invented here
+    assert v["qc1"]["failures"] == ["invented_identifiers"] and "QUE-1180" in v["qc1"]["reasons"]["invented_identifiers"]
     assert doc["written_by_fallback"] == 2
     # the counters OpenClaw keeps in session_nodes: a session near its window whose last compaction failed
     (warn,) = doc["session_warnings"]
@@ -190,10 +208,10 @@ def test_incremental_checks_survive_openclaws_vacuum_and_archives(fresh_home):
     where, home, refs, _ = fresh_home
     db = home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     first = json.loads(guard(home, where, "--check", "--format", "json").stdout)
-    assert first["summaries_checked"] == 8
+    assert first["summaries_checked"] == 9
     top_before = _max_rowid(db)
     # delete the session whose rows are the newest, VACUUM, then OpenClaw appends a compaction
-    write_stores(home, [{"op": "delete", "key": "agent:main:windows"}])
+    write_stores(home, [{"op": "delete", "key": "agent:main:branched"}])
     p = openclaw(where, home, "doctor", "--session-sqlite", "compact", "--session-sqlite-agent", "main", "--yes")
     assert p.returncode == 0 and "compact reclaimed" in p.stdout, p.stdout + p.stderr
     out = write_stores(home, [{"op": "session", "key": "agent:main:billing", "session": S2, "entries": [
@@ -208,13 +226,13 @@ def test_incremental_checks_survive_openclaws_vacuum_and_archives(fresh_home):
     # the new compaction, and the deleted session's compactions once more from its archive (not new: counted)
     assert out["refs"]["wc3"] in new
     rep = json.loads(guard(home, where, "--report", "--format", "json").stdout)
-    assert rep["stored_total"] == 9                     # 8 + the new one: nothing counted twice
+    assert rep["stored_total"] == 10                    # 9 + the new one: nothing counted twice
     # the cold tier: the session's events leave transcript_events for a zstd archive
     write_stores(home, [{"op": "cold", "afterDays": 30}])
     third = json.loads(guard(home, where, "--check", "--format", "json").stdout)
     assert third["status"] in ("HEALTHY", "DEGRADED")
     rep = json.loads(guard(home, where, "--report", "--format", "json").stdout)
-    assert rep["stored_total"] == 9
+    assert rep["stored_total"] == 10
     cold = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
     assert out["refs"]["wc3"] in {r["id"] for r in cold["results"]}      # read from the cold archive
 
@@ -273,3 +291,74 @@ def test_the_hook_handler_never_breaks_the_gateway(tmp_path, command, expect):
     out = json.loads(p.stdout)
     assert any(expect in line for line in out["logs"]), out
     assert (out["messages"] != []) == ("failed (" in expect)
+
+
+def test_the_layout_is_resolved_as_openclaw_resolves_it(tmp_path):
+    """The state directory and config the guard settles on are those OpenClaw's own code
+    uses (`openclaw config file`; where its SessionManager writes the agent database), for
+    OPENCLAW_HOME, OPENCLAW_STATE_DIR, OPENCLAW_CONFIG_PATH and the legacy names."""
+    from compaction_guard import layout
+    where = require()
+    legacy = tmp_path / "legacy"
+    (legacy / ".clawdbot").mkdir(parents=True)
+    (legacy / ".clawdbot" / "clawdbot.json").write_text("{}")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    cases = [
+        {"OPENCLAW_HOME": str(legacy)},
+        {"OPENCLAW_HOME": str(fresh)},
+        {"OPENCLAW_HOME": str(fresh), "OPENCLAW_STATE_DIR": str(tmp_path / "st")},
+        {"OPENCLAW_HOME": str(legacy), "OPENCLAW_CONFIG_PATH": "~/elsewhere.json5"},
+        {"OPENCLAW_HOME": str(fresh), "OPENCLAW_STATE_DIR": "~/named-state"},
+    ]
+    for extra in cases:
+        env = env_for(fresh, where, **extra)
+        p = subprocess.run([*openclaw_bin(where), "config", "file"], capture_output=True, text=True, env=env,
+                           timeout=120)
+        theirs = p.stdout.strip().splitlines()[-1]
+        mine = layout.resolve(env)
+        assert str(mine.config_path) == theirs, (extra, theirs, mine.config_path)
+        if "OPENCLAW_STATE_DIR" not in extra:      # where OpenClaw's SessionManager writes is that state dir
+            write_stores(Path(extra["OPENCLAW_HOME"]), [{"op": "session", "key": "agent:main:where", "session": S6,
+                                                         "entries": [{"ref": "q", "user": "where is this kept?"}]}])
+            assert (mine.state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite").is_file(), extra
+
+
+def openclaw_bin(where):
+    from openclaw_real import node, package
+    return [str(node(where)), str(package(where) / "openclaw.mjs")]
+
+
+def test_the_compaction_model_is_read_as_openclaw_names_it(tmp_path, monkeypatch):
+    """A config OpenClaw validates (`openclaw config validate`): the compaction model a bare
+    alias of agents.defaults.models, its key a SecretRef, its model entry with an api and
+    baseUrl of its own. The guard calls that model, at that URL, with that key."""
+    from compaction_guard import layout, providers
+    where = require()
+    state = tmp_path / "home" / ".openclaw"
+    state.mkdir(parents=True)
+    (state / "openclaw.json").write_text("""{
+  // JSON5, as OpenClaw writes it
+  agents: { defaults: {
+    model: { primary: "proxy/sum-1" },
+    models: { "proxy/sum-1": { alias: "summarizer" } },
+    compaction: { mode: "safeguard", model: "summarizer" },
+  } },
+  models: { providers: { proxy: {
+    baseUrl: "http://127.0.0.1:9/v1", api: "openai-completions",
+    apiKey: { source: "env", provider: "default", id: "PROXY_KEY" },
+    models: [ { id: "sum-1", name: "Sum", api: "anthropic-messages", baseUrl: "https://llm.example.internal/v1",
+                reasoning: false, input: ["text"], cost: {input: 0, output: 0, cacheRead: 0, cacheWrite: 0},
+                contextWindow: 8000, maxTokens: 1000 } ],
+  } } },
+}""")
+    p = openclaw(where, tmp_path / "home", "config", "validate", "--json")
+    assert json.loads(p.stdout.strip().splitlines()[-1])["valid"] is True, p.stdout + p.stderr
+    monkeypatch.setenv("PROXY_KEY", "pk-from-secretref")
+    choice = providers.resolve({}, layout.at(state))
+    assert (choice.provider, choice.model, choice.base_url, choice.api_key_env) == \
+        ("anthropic", "sum-1", "https://llm.example.internal", "PROXY_KEY")
+    assert choice.api_key() == "pk-from-secretref" and "alias of proxy/sum-1" in choice.note
+    monkeypatch.delenv("PROXY_KEY")
+    choice = providers.resolve({}, layout.at(state))
+    assert choice.provider == "extractive" and "PROXY_KEY is not set" in choice.note

@@ -182,6 +182,22 @@ def test_storms_are_warnings_with_numbers(home):
     assert any(w.startswith("not_shrinking: 3 compactions in a row") and "190000, 190500, 191000" in w for w in warned)
 
 
+def test_not_shrinking_reads_what_each_compaction_left_when_the_agent_records_it(home):
+    """With tokensAfter known, a run of compactions is judged by what each left: the context
+    before each may fall while what remains after each grows."""
+    d = home / "agents" / "main" / "sessions"
+    entries = []
+    for i in range(3):
+        entries.append(message(i, HISTORY[i]))
+        c = compaction(f"c{i}", f"{GOOD_A} Round {i}.", 90000 - i * 1000, f"2026-11-28T09:0{i}:00.000Z")
+        c["tokensAfter"] = 20000 + i * 4000
+        entries.append(c)
+    session_jsonl(d / "s.jsonl", "s", entries)
+    warned = [w for r in operations.check(home).results for w in r.warnings]
+    assert any(w.startswith("not_shrinking: 3 compactions in a row") and "tokensAfter 20000, 24000, 28000" in w
+               for w in warned), warned
+
+
 def test_agent_sqlite_with_zstd_events(home):
     db = home / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     events = [("s1", 1, message(1, HISTORY[1])), ("s1", 2, compaction("e1", GOOD_B, 38000, "2026-11-28T09:00:00Z")),

@@ -10,6 +10,8 @@
 //         {"ref", "user": text} | {"ref", "assistant": text}
 //         {"ref", "custom": customType, "data": {...}}               a `custom` entry (a model snapshot)
 //         {"ref", "reset": reason, "firstKept": ref}                  appendResetBoundary
+//         {"branch": ref}                                             branch(): go back to an earlier entry
+//         {"ref", "branchSummary": text, "from": ref}                  branchWithSummary()
 //         {"ref", "compaction": summary | {"openclaw": "truncated" | "partial" | "context-truncated" |
 //                                          "with-files", ...}, "firstKept": ref,
 //          "tokensBefore": n, "tokensAfter": n}
@@ -99,6 +101,10 @@ for (const step of plan) {
           api: "openai-completions", provider: "scripted", model: "scripted", usage, stopReason: "stop", timestamp: now });
       } else if (e.custom !== undefined) {
         id = sm.appendCustomEntry(e.custom, e.data ?? {});
+      } else if (e.branch !== undefined) {
+        sm.branch(refs[e.branch]);
+      } else if (e.branchSummary !== undefined) {
+        id = sm.branchWithSummary(refs[e.from], e.branchSummary);
       } else if (e.reset !== undefined) {
         id = sm.appendResetBoundary(e.reset, e.firstKept ? refs[e.firstKept] : undefined);
       } else if (e.compaction !== undefined) {
