@@ -297,8 +297,9 @@ def resolve(env=None, state_dir: Optional[str] = None) -> Layout:
 
 
 def at(state_dir, env=None) -> Layout:
-    """The layout of the state directory `state_dir` (tests, and callers that know it)."""
-    return resolve({} if env is None else env, state_dir=str(state_dir))
+    """The layout of the state directory `state_dir` (as `--home` names it; the environment
+    still says where the config and lcm.db are when it names them)."""
+    return resolve(env, state_dir=str(state_dir))
 
 
 def of(where=None) -> Layout:

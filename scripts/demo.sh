@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 home=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
 cp -r demo/openclaw-home/. "$home/"
 .venv/bin/python demo/add_openclaw_stores.py "$home"     # + a lossless-claw lcm.db and a session transcript
+# + an agent database the real OpenClaw 2026.9.6 gateway wrote (tests/data/openclaw-live)
+mkdir -p "$home/agents/main/agent"
+cp tests/data/openclaw-live/openclaw-agent.sqlite "$home/agents/main/agent/"
 export OPENCLAW_STATE_DIR="$home"
 echo "== compaction-guard --check   (OPENCLAW_STATE_DIR=$home)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"

@@ -362,3 +362,33 @@ def test_the_compaction_model_is_read_as_openclaw_names_it(tmp_path, monkeypatch
     monkeypatch.delenv("PROXY_KEY")
     choice = providers.resolve({}, layout.at(state))
     assert choice.provider == "extractive" and "PROXY_KEY is not set" in choice.note
+
+
+def test_openclaw_reads_the_skills_requirements(tmp_path):
+    """SKILL.md's metadata.openclaw, as OpenClaw itself parses it (`openclaw skills info`)."""
+    where = require()
+    d = tmp_path / "home" / ".openclaw" / "skills" / "compaction-resilience-guard"
+    d.mkdir(parents=True)
+    shutil.copyfile(ROOT / "SKILL.md", d / "SKILL.md")
+    p = openclaw(where, tmp_path / "home", "skills", "info", "compaction-resilience-guard", "--json")
+    info = json.loads(p.stdout[p.stdout.index("{"):])
+    assert info["name"] == "compaction-resilience-guard" and info["eligible"] is True, info
+    assert info["requirements"]["bins"] == ["python3"] and not any(info["missing"].values())
+
+
+def test_an_agent_directory_the_config_moves_is_found(tmp_path):
+    """`agents.entries.<id>.agentDir` (a `~` in it is the effective home, OPENCLAW_HOME): the
+    agent's database is looked for there (here the one the live gateway wrote)."""
+    from compaction_guard import layout, operations
+    home = tmp_path / "user"
+    state = home / ".openclaw"
+    state.mkdir(parents=True)
+    (state / "openclaw.json").write_text('{ agents: { entries: { main: {}, ops: { agentDir: "~/ops-agent" } } } }')
+    (home / "ops-agent").mkdir()
+    shutil.copyfile(ROOT / "tests" / "data" / "openclaw-live" / "openclaw-agent.sqlite",
+                    home / "ops-agent" / "openclaw-agent.sqlite")
+    lay = layout.resolve({"OPENCLAW_HOME": str(home)})
+    ops = next(a for a in lay.agents if a.id == "ops")
+    assert ops.configured and ops.database == (home / "ops-agent" / "openclaw-agent.sqlite").resolve()
+    rep = operations.check(lay, save=False)
+    assert [s["path"] for s in rep.sources] == [str(ops.database)] and rep.checked == 2
