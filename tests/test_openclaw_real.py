@@ -18,9 +18,11 @@ from conftest import ROOT
 
 S1, S2, S3, S4, S5, S6 = (f"11111111-0000-4000-8000-00000000000{i}" for i in range(1, 7))
 
-# distinct sentences, longer than OpenClaw's 16,000-character budget: its own capCompactionSummary cuts them
-LONG = " ".join(f"Step {i}: moved table t{i:03d} of the billing schema to Postgres 16 and checked {i * 7} rows."
-                for i in range(400))
+# real text longer than OpenClaw's 16,000-character summary budget (the heads of Debian's package
+# documents, tests/corpus/real/docs.jsonl): OpenClaw's own capCompactionSummary cuts it
+LONG = "\n\n".join(json.loads(line)["text"] for line in
+                   (ROOT / "tests" / "corpus" / "real" / "docs.jsonl").read_text().splitlines()[:40]
+                   if json.loads(line)["part"] == "head")
 
 GOOD_WITH_FILES = {"openclaw": "with-files", "text": (
     "## Decisions\n- Deployed v2.4.1 to staging-3 (ticket OPS-4412).\n\n## Open TODOs\n- Run the smoke tests.\n\n"
@@ -68,8 +70,9 @@ PLAN = [
         {"ref": "b3", "user": "Now migrate the refunds table."},
         {"ref": "b4", "assistant": "The refunds table is migrated to Postgres 16 too."},
         {"ref": "bc2", "compaction": "copy-forward", "firstKept": "b4", "tokensBefore": 9400, "tokensAfter": 1000},
-        {"ref": "b5", "user": "Move the remaining billing tables the same way, one by one."},
-        {"ref": "bc3", "compaction": {"openclaw": "truncated", "text": LONG}, "firstKept": "b5",
+        {"ref": "b5", "user": "Here are the notes of the packages the billing hosts run, for the record:\n\n" + LONG},
+        {"ref": "b5a", "assistant": "Noted: the package notes of the billing hosts."},
+        {"ref": "bc3", "compaction": {"openclaw": "truncated", "text": LONG}, "firstKept": "b5a",
          "tokensBefore": 20000, "tokensAfter": 5000},
     ]},
     {"op": "counters", "key": "agent:main:billing", "entry": {"sessionId": S2, "totalTokens": 1200,
@@ -183,7 +186,7 @@ def test_every_compaction_openclaw_wrote_is_found_with_its_verdict(fresh_home):
     # the same summary carried forward into the next: counted where it was written, not again
     assert v["bc2"]["valid"] and any(w.startswith("inherited_marker") for w in v["bc2"]["warnings"]), v["bc2"]
     # cut to OpenClaw's budget by its own capCompactionSummary
-    assert "truncation_marker" in v["bc3"]["failures"] and "openclaw-summary-truncated" in \
+    assert v["bc3"]["failures"] == ["truncation_marker"] and "openclaw-summary-truncated" in \
         v["bc3"]["reasons"]["truncation_marker"]
     # the deleted session, read from the database's archive (the .deleted file is its copy: not read again)
     assert v["gc1"]["valid"] and v["gc1"]["source"] == "openclaw-agent-db"
