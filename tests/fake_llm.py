@@ -49,7 +49,20 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
 
 
-class FakeLLM:
+class ServerThread:
+    """A test server on 127.0.0.1 served from a thread for the `with` block (`self.server`,
+    `self.thread` set by the subclass)."""
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeLLM(ServerThread):
     def __init__(self, script=None):
         self.script = list(script or [ok()])
         self.requests = []
@@ -65,14 +78,6 @@ class FakeLLM:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
     def next_behaviour(self) -> Behaviour:
         with self._lock:

@@ -19,6 +19,10 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_llm import ServerThread  # noqa: E402
 
 REPLY = "Noted. I will keep that in mind."
 
@@ -33,7 +37,7 @@ def is_compaction(body: dict) -> bool:
         or "<conversation>\n" in last[:200]
 
 
-class ScriptedOpenAI:
+class ScriptedOpenAI(ServerThread):
     def __init__(self, summaries=None, reply: str = REPLY, record=None, prompt_tokens: int = 0, port: int = 0,
                  when=None):
         self.summaries = list(summaries or ["## Decisions\nNone.\n\n## Open TODOs\nNone."])
@@ -137,13 +141,6 @@ class ScriptedOpenAI:
                 with open(self.record, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(item, ensure_ascii=False) + "\n")
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def main(argv=None) -> int:
