@@ -38,13 +38,13 @@ def _content(record: SummaryRecord) -> str:
 def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, background=None) -> tuple:
     previous = record.previous if isinstance(record.previous, str) else None
     return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3,
-            background, previous, (record.context_before, record.context_after))
+            background, previous, (record.context_before, record.context_after), record.contract)
 
 
 def _detect(job) -> tuple:
     """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens,
     fidelity figures or None). The seed's entropy is measured when a Result is read for it."""
-    content, input_text, input_tokens, counter, settings, allow_own_l3, background, previous, context = job
+    content, input_text, input_tokens, counter, settings, allow_own_l3, background, previous, context, required = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
         input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
@@ -52,7 +52,7 @@ def _detect(job) -> tuple:
     measures = {}
     findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                           allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
-                          background=background, previous=previous, context=context)
+                          background=background, previous=previous, context=context, required=required)
     return findings, output_tokens, input_tokens, (measures or None)
 
 
@@ -60,7 +60,7 @@ def _judge(sid: str, content, settings: Settings) -> list:
     """A stored summary's failure kinds on its text alone (a condensed summary's source
     that this check did not yield)."""
     content = content if isinstance(content, str) else ("" if content is None else str(content))
-    findings = _detect((content, None, None, "guard", settings, False, None, None, (None, None)))[0]
+    findings = _detect((content, None, None, "guard", settings, False, None, None, (None, None), None))[0]
     return [f.kind for f in findings if f.failure]
 
 

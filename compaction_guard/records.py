@@ -23,6 +23,9 @@ class SummaryRecord:
                    and just after the compaction (OpenClaw's tokensBefore/tokensAfter, Claude
                    Code's preTokens/postTokens), when it keeps one: a compaction that did not
                    shrink the context failed whatever its text
+    contract:      what the request demanded of the answer (contract.Contract: sections, a
+                   <summary> block, what an audit checks), when the summary is an answer to a
+                   known request (the proxy, the chain); None for a stored summary
     new:           never counted before (ledger.py decides; set by the check)
     key:           its identity across checks (Source.count_key), set by the check
     meta:          store facts: fallback (written with no model), session, timestamp, tokens_before...
@@ -38,6 +41,7 @@ class SummaryRecord:
     token_counter: str = "guard"
     context_before: Optional[int] = None
     context_after: Optional[int] = None
+    contract: Optional[object] = None
     new: bool = True
     key: Optional[str] = None
     meta: dict = field(default_factory=dict)

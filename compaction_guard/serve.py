@@ -27,6 +27,7 @@ shared circuit breaker), so --report, --status and Prometheus show live compacti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -42,12 +43,14 @@ from typing import Optional
 from . import breaker
 from .chain import Attempt, ChainResult, adjust_l2, level_requests
 from .check import check_record
+from .contract import Contract, instructions_of, minimum_tokens, of_request
 from .errors import GuardError
 from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
 from .records import SummaryRecord
 from .state import StateStore, record_chain, state_path
-from .summarizers import truncate_l3
+from .structured import build as structured_l3
+from .summarizers import l2_target, truncate_l3
 from .tokens import estimate_tokens
 
 HOP_HEADER = "x-compaction-guard-hop"
@@ -75,29 +78,71 @@ def _text_of(content) -> str:
 _CONVERSATION_RE = re.compile(r"<conversation>\s*(.*?)\s*</conversation>", re.S)
 
 
-def conversation(proto: str, body: dict) -> str:
+@dataclass
+class Request:
+    """A compaction request read: `history` (the conversation itself, fenced parts only when
+    the client fences them), `previous` (the summary being replaced), `instructions` (what
+    the prompt asks, the history taken out), `contract` (what the answer must be, see
+    contract.py), and `text`, what the checks read as the input: the history and the previous
+    summary."""
+    history: str
+    previous: Optional[str]
+    instructions: str
+    contract: Contract
+
+    @property
+    def text(self) -> str:
+        prev = f"<previous-summary>\n{self.previous}\n</previous-summary>" if self.previous else ""
+        return "\n\n".join(p for p in (self.history, prev) if p)
+
+    @property
+    def plain(self) -> str:
+        """The previous summary and the history as plain text (what an unstructured L3 cuts)."""
+        return "\n\n".join(p for p in (self.previous, self.history) if p)
+
+
+def read_request(proto: str, body: dict) -> Request:
     """What the request asks to be summarized: every non-system message's text; when the
     client fences the history as pi does (OpenClaw's compaction: `<conversation>` and
     `<previous-summary>` before its English instructions), only what is fenced, so the
-    instructions are not taken for history (their language, their size)."""
+    instructions are not taken for history (their language, their size). A previous
+    summary is read in either of OpenClaw's shapes: pi's `<previous-summary>` after the
+    conversation, the safeguard's `<previous-compaction-summary>` turn inside it."""
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     parts = [_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") != "system"]
     text = "\n\n".join(p for p in parts if p)
     fenced = _CONVERSATION_RE.findall(text)
+    prev = previous_summary(text)
     if fenced:
-        prev = previous_summary(text)
-        return "\n\n".join(fenced + ([f"<previous-summary>\n{prev}\n</previous-summary>"] if prev else []))
-    return text
+        history = _PREVIOUS_RE.sub("", "\n\n".join(fenced))
+        history = re.sub(r"^\[User[^\]\n]*\]: *\n*(?=\n\[|\Z)", "", history, flags=re.M).strip()
+        instructions = instructions_of(text)
+    else:
+        history = _PREVIOUS_RE.sub("", text).strip() if prev else text
+        last = next((_text_of(m.get("content")) for m in reversed(msgs) if isinstance(m, dict)
+                     and m.get("role") == "user"), "")
+        instructions = last
+    return Request(history, prev, instructions, of_request(history, instructions))
 
 
-# pi's (OpenClaw's compaction library) update prompt hands the model the summary being
-# replaced in these tags; a reply that gives it back unchanged is `stale`.
-_PREVIOUS_RE = re.compile(r"<previous-summary>\s*(.*?)\s*</previous-summary>", re.S)
+def conversation(proto: str, body: dict) -> str:
+    """The text the checks read as a request's input (Request.text)."""
+    return read_request(proto, body).text
+
+
+# The summary being replaced: pi's update prompt hands it to the model in <previous-summary>
+# tags; OpenClaw's safeguard puts it in a <previous-compaction-summary> turn, after a line
+# asking to re-distill it. A reply that gives it back unchanged is `stale`.
+_PREVIOUS_RE = re.compile(r"<(previous-summary|previous-compaction-summary)>\s*(.*?)\s*</\1>", re.S)
+_REDISTILL_RE = re.compile(r"^Previous compaction summary to re-distill[^\n]*\n+")
 
 
 def previous_summary(text: str) -> Optional[str]:
     m = _PREVIOUS_RE.search(text)
-    return m.group(1) if m and m.group(1).strip() else None
+    if not m:
+        return None
+    body = _REDISTILL_RE.sub("", m.group(2)).strip()
+    return body or None
 
 
 def _system_of(proto: str, body: dict) -> str:
@@ -191,6 +236,7 @@ class Upstream:
         5xx and dropped connections (llm_max_retries, Retry-After honoured)."""
         import httpx
         body = dict(body, stream=False)
+        body.pop("stream_options", None)         # only with streaming (the guard reads the whole answer)
         if self.model:
             body["model"] = self.model
         if self.proto == "anthropic":
@@ -288,9 +334,10 @@ class Proxy:
 
     async def compact(self, proto: str, body: dict) -> Outcome:
         s = self.settings
-        text = conversation(proto, body)
-        previous = previous_summary(text)
+        request = read_request(proto, body)
+        text, previous, contract = request.text, request.previous, request.contract
         input_tokens = estimate_tokens(text)
+        room = minimum_tokens(contract)           # what the asked structure alone needs
         state = await asyncio.to_thread(self.store.read)
         skip = breaker.open_until(state) is not None and not self.observe
         deadline = time.monotonic() + s.chain_deadline_seconds
@@ -307,7 +354,10 @@ class Proxy:
                 attempts.append(Attempt(req.level, req.strategy, False, [], 0, 0.0, skipped=True, request=asked,
                                         warnings=["skipped: circuit breaker open"]))
                 continue
-            up = self._level_body(proto, body, req) if req.level == 2 else translate(proto, body, self.upstream.proto)
+            if room and req.target_tokens < room:     # every level can meet the structure asked for
+                req = dataclasses.replace(req, target_tokens=room, max_tokens=max(req.max_tokens, room + room // 2))
+            up = self._level_body(proto, body, req, contract) if req.level == 2 else \
+                translate(proto, body, self.upstream.proto)
             if req.level == 2 and req.penalties:
                 asked["penalties"] = ({k: up[k] for k in ("frequency_penalty", "presence_penalty", "repeat_penalty")
                                        if k in up} or "none: the Anthropic API has no repetition penalty")
@@ -343,7 +393,7 @@ class Proxy:
                 attempts[-1].text = reply
                 continue
             verdict = await asyncio.to_thread(check_record, SummaryRecord(
-                f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous), s)
+                f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous, contract=contract), s)
             attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                     time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
                                     request=asked))
@@ -355,19 +405,33 @@ class Proxy:
             out = Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures)
             return await self._done(out)
         t0 = time.perf_counter()
-        cut = truncate_l3(text, s)
-        verdict = await asyncio.to_thread(check_record, SummaryRecord("serve-L3", cut.text, "serve", input_text=text), s,
-                                          None, True)
+        budget = max(l2_target(input_tokens, s), room)
+        if contract.structured:
+            l3 = structured_l3(request.history, previous, contract, s, budget)
+        else:
+            l3 = truncate_l3(request.plain, s, budget).text
+        verdict = await asyncio.to_thread(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
+                                                                      contract=contract), s, None, True)
+        notes = ["L3 keeps the conversation's own words and language"]
+        if contract.structured:
+            notes.append(f"L3 in the structure asked for: {', '.join(contract.sections) or '<summary>'}")
+        if "format" in verdict.failures:          # never expected: said, so a test and the operator see it
+            notes.append(f"format: {verdict.reasons['format']}")
         attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
-                                warnings=verdict.warnings + ["L3 keeps the conversation's own words and language"]))
-        return await self._done(Outcome(cut.text, 3, attempts, input_tokens, verdict.output_tokens, skip))
+                                warnings=verdict.warnings + notes))
+        return await self._done(Outcome(l3, 3, attempts, input_tokens, verdict.output_tokens, skip))
 
-    def _level_body(self, proto: str, body: dict, req) -> dict:
+    def _level_body(self, proto: str, body: dict, req, contract: Contract = None) -> dict:
         """L2: the client's request in the upstream's protocol, made aggressive."""
         b = translate(proto, body, self.upstream.proto)
+        shape = ""
+        if contract is not None and contract.sections:
+            shape = f" Use exactly these section headings, in this order: {'; '.join(contract.sections)}."
+        elif contract is not None and contract.wrapper == "summary":
+            shape = " Put the summary inside <summary></summary> tags."
         b = _add_instruction(self.upstream.proto, b, (
             f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
-            "ids, versions, numbers), open tasks and the latest request. Do not repeat yourself."))
+            f"ids, versions, numbers), open tasks and the latest request. Do not repeat yourself.{shape}"))
         if "max_completion_tokens" in b:
             b["max_completion_tokens"] = min(int(b["max_completion_tokens"] or req.max_tokens), req.max_tokens)
         else:
@@ -433,7 +497,9 @@ def _sse(event: Optional[str], data) -> bytes:
     return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def openai_stream(out: Outcome, model: str):
+def openai_stream(out: Outcome, model: str, include_usage: bool = False):
+    """The answer as OpenAI's chunks; with `stream_options.include_usage` (OpenClaw always asks
+    for it) a last chunk with no choices and the usage, as OpenAI sends it."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": model}
     yield _sse(None, dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
@@ -441,6 +507,10 @@ def openai_stream(out: Outcome, model: str):
     for piece in _pieces(out.summary):
         yield _sse(None, dict(base, choices=[{"index": 0, "delta": {"content": piece}, "finish_reason": None}]))
     yield _sse(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+    if include_usage:
+        yield _sse(None, dict(base, choices=[], usage={"prompt_tokens": out.input_tokens,
+                                                       "completion_tokens": out.output_tokens,
+                                                       "total_tokens": out.input_tokens + out.output_tokens}))
     yield b"data: [DONE]\n\n"
 
 
@@ -471,6 +541,11 @@ def error_body(proto: str, status: int, message: str) -> dict:
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
                       "code": status}}
+
+
+def _usage_asked(body: dict) -> bool:
+    opts = body.get("stream_options")
+    return isinstance(opts, dict) and opts.get("include_usage") is True
 
 
 # ----------------------------------------------------------------- the ASGI app
@@ -530,12 +605,12 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
                 err = next(iter(out.attempts[0].reasons.values()), "the upstream failed")
                 return JSONResponse(error_body(proto, 502, err), status_code=502, headers=_headers(out))
             if body.get("stream"):
-                return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds)
+                return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
         if not body.get("stream"):
             out = await task
             doc = anthropic_body(out, model) if proto == "anthropic" else openai_body(out, model)
             return JSONResponse(doc, headers=_headers(out))
-        return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds)
+        return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
 
     async def chat(request):
         return await handle(request, "openai")
@@ -563,8 +638,9 @@ class LateHeadersStream:
     the compaction is done before the first keep-alive; otherwise keep-alive lines go out
     while it runs, and the level follows in a comment line before the events."""
 
-    def __init__(self, task, proto: str, model: str, keepalive: float):
+    def __init__(self, task, proto: str, model: str, keepalive: float, include_usage: bool = False):
         self.task, self.proto, self.model, self.keepalive = task, proto, model, keepalive
+        self.include_usage = include_usage
 
     async def __call__(self, scope, receive, send):
         started = False
@@ -588,7 +664,8 @@ class LateHeadersStream:
         head = _headers(out)
         if started:
             await emit(f": compaction-guard level={out.level} failures={head['x-compaction-guard-failures']}\n\n".encode())
-        events = anthropic_stream(out, self.model) if self.proto == "anthropic" else openai_stream(out, self.model)
+        events = anthropic_stream(out, self.model) if self.proto == "anthropic" else \
+            openai_stream(out, self.model, self.include_usage)
         for chunk in events:
             await emit(chunk, head)
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -25,9 +25,12 @@ _GARBAGE = ("Пользователь перенёс CI на GitHub Actions; п�
 def _last_user(body) -> str:
     """The conversation the guard sent (echoing it is how a summary ends up larger than its input)."""
     try:
-        return body["messages"][-1]["content"]
+        content = body["messages"][-1]["content"]
     except (KeyError, IndexError, TypeError):
         return ""
+    if isinstance(content, list):          # content parts, as OpenAI's SDKs send them (OpenClaw does)
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
 
 
 class Behaviour(dict):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, repetition, \
-    transcript
+from . import contract, cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, \
+    repetition, transcript
 from .stale import StaleTracker
+from ..contract import minimum_tokens
 
 __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "grounding", "identifiers", "inflation",
            "language", "markers", "overlap", "repetition", "transcript"]
@@ -19,15 +20,20 @@ __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "groundin
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int],
                allow_own_l3: bool = False, input_text: Optional[str] = None, measures: Optional[dict] = None,
                background: Optional[overlap.Background] = None, previous: Optional[str] = None,
-               context: tuple = (None, None)) -> list:
+               context: tuple = (None, None), required=None) -> list:
     """Run every per-summary detector on `content`; staleness is checked by StaleTracker.
     `measures`, when given, receives what was measured against the input (fidelity figures:
     word overlap, grounding support, identifier retention), whatever was found. `background`:
     the store's word frequencies (overlap.Background), in a check of a store. `previous`: the
     summary this one replaced, when known; `context`: the agent's own (before, after) count
-    of its whole context around the compaction, when it keeps one."""
+    of its whole context around the compaction, when it keeps one; `required`: what the request
+    demanded of the answer (contract.Contract), when it is known."""
+    # the structure a request demands costs what it costs: not counted against the answer's size
+    allowance = minimum_tokens(required) if required is not None else 0
+    sized = input_tokens + allowance if input_tokens else input_tokens
     return inflation.context(context[0], context[1], settings) + _detect_text(
-        content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background, previous)
+        content, settings, output_tokens, sized, allow_own_l3, input_text, measures, background, previous) \
+        + contract.detect(content, required)
 
 
 def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,

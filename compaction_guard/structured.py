@@ -1,0 +1,163 @@
+"""L3 in the shape the request asked for: every section, filled by extraction, no model.
+
+When a request demands sections (contract.Contract), the deterministic last level must
+meet them too, or the agent refuses it (OpenClaw's safeguard cancels the compaction and
+stores nothing). `build` writes each heading asked for, in order, and under it what the
+conversation holds of that kind, as lines copied from it (its words and its language):
+
+- asks (`Pending user asks`, `Original Request`, a goal or intent): the request a prompt
+  says must come first, as that prompt says to write it, then the latest user message;
+- identifiers (`Exact identifiers`, critical context, files, references): every identifier
+  the request's audit demands, then the conversation's own (contract.extract_identifiers and
+  the guard's identifier shapes), one per line;
+- decisions, open tasks, constraints: the sentences that say so (a decision taken, a next
+  step or something still to do, a must / never / only), the latest first kept;
+- anything else (progress, context, a template's own heading): the conversation's head and
+  tail, as summarizers.truncate_l3 cuts them;
+and `None.` where nothing was found. A previous summary with the same headings keeps its
+lines first. Within `budget` tokens: the asks and identifiers are kept whole (the audit needs
+them), the rest shares what is left. One marker line says a fallback wrote it. With a
+`<summary>` wrapper asked for, the whole goes inside it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .contract import Contract, first_ask_line, turns
+from .summarizers import truncate_l3
+from .tokens import estimate_tokens
+
+_KINDS = [
+    ("ask", re.compile(r"pending user ask|original request|user request|primary request|request|goal|intent", re.I)),
+    ("identifier", re.compile(r"identifier|critical context|files|reference|technical concept", re.I)),
+    ("decision", re.compile(r"decision", re.I)),
+    ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress", re.I)),
+    ("constraint", re.compile(r"constraint|rule|preference|requirement", re.I)),
+]
+_CUES = {
+    "decision": re.compile(r"\b(?:decid\w*|agreed|chose|chosen|choose|go with|going with|settled|approved|selected|"
+                           r"will use|we use|switch(?:ed)? to|instead of|picked|use \w+ for)\b", re.I),
+    "todo": re.compile(r"\b(?:todo|to do|next|then|later|need to|needs to|should|still|pending|remaining|left to|"
+                       r"will|plan to|open|follow[- ]up|tomorrow)\b", re.I),
+    "constraint": re.compile(r"\b(?:must|never|always|only|do not|don't|without|at most|at least|no more than|"
+                             r"required|require|avoid|keep|forbidden|not allowed)\b", re.I),
+}
+_SENT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+NONE = "None."
+# the guard's own L3 marker (detectors/markers.py: skill-truncated, "compaction-resilience-guard" in it)
+NOTE = "[TRUNCATED: written by compaction-resilience-guard L3 from the conversation's own lines, no model]"
+
+
+def kind_of(heading: str) -> str:
+    text = re.sub(r"^#+\s*", "", heading)
+    for kind, rx in _KINDS:
+        if rx.search(text):
+            return kind
+    return "other"
+
+
+def _sections_of(summary: Optional[str], headings) -> dict:
+    """A previous summary's lines under each of `headings` (those it has)."""
+    if not summary:
+        return {}
+    out, cur = {}, None
+    wanted = set(headings)
+    for line in summary.splitlines():
+        s = line.strip()
+        if s in wanted:
+            cur = s
+            out.setdefault(cur, [])
+            continue
+        if s.startswith("#"):
+            cur = None
+            continue
+        if cur is not None and s and s.lower().rstrip(".") not in ("none", "none captured", "(none)"):
+            out[cur].append(s)
+    return out
+
+
+def _sentences(text: str) -> list:
+    return [s.strip() for s in _SENT_RE.split(text) if len(s.strip()) > 2]
+
+
+def _identifiers(conversation: str, contract: Contract) -> list:
+    from .contract import extract_identifiers
+    from .detectors.identifiers import scan
+    out = list(contract.identifiers)
+    seen = {i.lower() for i in out}
+    for ident in extract_identifiers(conversation) + [i for i, _ in scan(conversation)]:
+        if ident.lower() not in seen:
+            seen.add(ident.lower())
+            out.append(ident)
+    return out[:40]
+
+
+def _bullet(line: str) -> str:
+    line = line.strip()
+    return line if line.startswith(("- ", "* ", "1.")) else f"- {line}"
+
+
+def build(conversation: str, previous: Optional[str], contract: Contract, settings, budget: int) -> str:
+    """The L3 answer to a request with this contract (see the module doc)."""
+    msgs = turns(conversation) or [("User", conversation)]
+    if not contract.sections:
+        cut = truncate_l3(conversation, settings, budget).text
+        return f"<summary>\n{cut}\n</summary>" if contract.wrapper == "summary" else cut
+    kept = _sections_of(previous, contract.sections)
+    by_kind = {}
+    user_sentences = [s for who, t in msgs if who == "User" for s in _sentences(t)]
+    all_sentences = [s for _, t in msgs for s in _sentences(t)]
+    for kind in ("decision", "todo"):
+        by_kind[kind] = [s for s in reversed(all_sentences) if _CUES[kind].search(s)]
+    by_kind["constraint"] = [s for s in reversed(user_sentences) if _CUES["constraint"].search(s)]
+    asks = []
+    if contract.first_ask:
+        asks.append(first_ask_line(contract.first_ask))
+    latest = contract.latest_ask or next((t for who, t in reversed(msgs) if who == "User" and t), None)
+    if latest:
+        asks.append(" ".join(latest.split())[:600])
+    by_kind["ask"] = asks
+    if latest and not by_kind["todo"]:       # an unanswered latest request is what is left to do
+        by_kind["todo"] = [asks[-1]]
+    by_kind["identifier"] = _identifiers(conversation, contract)
+    protected = {"ask", "identifier"}
+    fixed = estimate_tokens("\n\n".join(contract.sections)) + estimate_tokens(NOTE) + 4 * len(contract.sections)
+    blocks = {}
+    for h in contract.sections:
+        k = kind_of(h)
+        lines = list(kept.get(h, []))
+        if k in protected:
+            lines += [x for x in by_kind[k] if x not in lines]
+            blocks[h] = lines
+    used = fixed + sum(estimate_tokens("\n".join(v)) for v in blocks.values())
+    others = [h for h in contract.sections if h not in blocks]
+    share = max(0, budget - used) // max(1, len(others)) if others else 0
+    for h in others:
+        k = kind_of(h)
+        lines = list(kept.get(h, []))
+        if k in _CUES:
+            cands = by_kind[k]
+        else:
+            cut = truncate_l3(conversation, settings, max(share, 24)).text
+            cands = [x for x in cut.splitlines() if x.strip() and not x.startswith("[TRUNCATED")]
+        out, cost = [], sum(estimate_tokens(x) + 1 for x in lines)
+        for x in lines + [c for c in cands if c not in lines]:
+            t = estimate_tokens(x) + 1
+            if cost + t > share and out:
+                break
+            if cost + t > share:
+                x = x[:max(8, share * 3)]
+                t = estimate_tokens(x) + 1
+            if x not in out:
+                out.append(x)
+                cost += t
+        blocks[h] = out
+    parts = []
+    for h in contract.sections:
+        lines = blocks.get(h) or []
+        body = "\n".join(x if i == 0 and contract.first_ask and kind_of(h) == "ask" else _bullet(x)
+                         for i, x in enumerate(lines)) if lines else NONE
+        parts.append(f"{h}\n{body}")
+    text = "\n\n".join(parts) + f"\n\n{NOTE}"
+    return f"<summary>\n{text}\n</summary>" if contract.wrapper == "summary" else text

@@ -1,0 +1,117 @@
+"""OpenClaw's own compaction requests (recorded from the live gateway, tests/data/openclaw-live: default
+mode, and safeguard mode with its split-turn prefix) replayed byte for byte through `serve`, in front of
+an upstream that fails the ways real ones do; every answer handed to OpenClaw's own audit
+(tests/openclaw/audit.mjs), as OpenClaw computes its inputs."""
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+from compaction_guard import contract  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from fake_llm import B, FakeLLM, ok  # noqa: E402
+from test_openclaw_audit import openclaw_audit  # noqa: E402
+from test_serve import Running, upstream  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "openclaw-live"
+EMPTY_FLUENT = ("This is a detailed, concise summary of the decisions and open-todo list, which should be followed "
+                "by the steps that were taken and the ones that remain.")
+
+
+def recorded(name: str) -> list:
+    return [json.loads(line) for line in (DATA / name).read_text().splitlines()]
+
+
+def _post(url: str, body: dict) -> tuple:
+    """POST the body as OpenClaw's SDK does; (answer text, usage, headers, raw SSE)."""
+    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", "authorization": "Bearer x"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read().decode()
+        headers = dict(r.headers)
+    text, usage = [], None
+    for line in raw.splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line[6:])
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for c in chunk.get("choices") or []:
+            text.append((c.get("delta") or {}).get("content") or "")
+    return "".join(text), usage, headers, raw
+
+
+def _user_text(body: dict) -> str:
+    m = body["messages"][1]["content"]
+    return m[0]["text"] if isinstance(m, list) else m
+
+
+def _openclaw_inputs(body: dict) -> dict:
+    """What OpenClaw's safeguard hands its audit for this request: the identifiers of the last ten
+    messages, the latest user ask (compaction-safeguard.ts), from the request's own conversation."""
+    text = _user_text(body)
+    conv = text.split("<conversation>", 1)[1].split("</conversation>", 1)[0]
+    msgs = contract.turns(conv)
+    return {"identifiers": contract.extract_identifiers("\n".join(t for _, t in msgs[-10:])),
+            "latestAsk": next((t for who, t in reversed(msgs) if who == "User"), None)}
+
+
+FAILING = [("a loop", [B("loop")], "repetition"), ("fluent and empty", [ok(EMPTY_FLUENT)], "format"),
+           ("HTTP 500", [B("status", code=500)], "error"), ("slow", [B("slow", seconds=30)], "timeout")]
+
+
+@pytest.mark.parametrize("how,script,kind", FAILING, ids=[f[0] for f in FAILING])
+def test_openclaws_requests_get_answers_its_audit_accepts_whatever_the_upstream_does(home, how, script, kind):
+    bodies = [q["body"] for q in recorded("requests-safeguard.jsonl") + recorded("requests.jsonl")]
+    from compaction_guard.settings import DEFAULT
+    settings = DEFAULT.with_overrides(chain_deadline_seconds=6.0, llm_max_retries=0, breaker_threshold=1000)
+    answers = []
+    with FakeLLM(script) as fake, Running(home, upstream(fake), settings) as run:
+        for body in bodies:
+            text, usage, headers, raw = _post(run.url, body)
+            assert raw.rstrip().endswith("data: [DONE]") and usage and usage["completion_tokens"] > 0
+            # the level and why are in the headers or, once keep-alives went out, in a comment line
+            level = headers.get("x-compaction-guard-level") or raw.split("level=", 1)[1].split()[0]
+            why = headers.get("x-compaction-guard-failures") or raw.split("failures=", 1)[1].split()[0]
+            assert level == "3" and kind in why.split(","), (how, level, why)
+            answers.append((body, text, headers))
+    cases, expect = [], []
+    for body, text, headers in answers:
+        c = contract.of_request(_conv(body), contract.instructions_of(_user_text(body)))
+        assert c.sections, "every recorded request asks for sections"
+        assert not contract.missing_sections(text, c), (how, headers, text)
+        assert "</previous-summary>" not in text and "<conversation>" not in text
+        if c.audited:
+            cases.append({"op": "audit", "params": {"summary": text, "structuralSummary": text,
+                                                    **_openclaw_inputs(body)}})
+            expect.append(headers.get("x-compaction-guard-level"))
+    assert cases, "the safeguard requests are audited"
+    verdicts = openclaw_audit(cases)
+    assert all(v["ok"] for v in verdicts), [(v, e) for v, e in zip(verdicts, expect) if not v["ok"]]
+
+
+def _conv(body: dict) -> str:
+    return _user_text(body).split("<conversation>", 1)[1].split("</conversation>", 1)[0].strip()
+
+
+def test_a_good_answer_passes_at_l1_and_the_usage_chunk_is_sent(home):
+    (body,) = [q["body"] for q in recorded("requests-safeguard.jsonl")
+               if "## Decisions" in _user_text(q["body"])][:1]
+    good = ("## Decisions\n- Deploy v2.4.1 to staging-3 from the release branch (ticket OPS-4412).\n\n## Open TODOs\n"
+            "- Run the smoke tests on staging-3 and report them.\n\n## Constraints/Rules\n- Deploy only from the "
+            "release branch.\n\n## Pending user asks\n- Run the smoke tests on staging-3 and report to "
+            "https://ci.example.com/job/42\n\n## Exact identifiers\n- v2.4.1, staging-3, OPS-4412, "
+            "https://ci.example.com/job/42")
+    with FakeLLM([ok(good)]) as fake, Running(home, upstream(fake)) as run:
+        text, usage, headers, _ = _post(run.url, body)
+        sent = fake.requests[0]["body"]
+    assert headers["x-compaction-guard-level"] == "1" and text == good, {k: v for k, v in headers.items() if "guard" in k}
+    assert sent["stream"] is False and "stream_options" not in sent     # the guard reads the whole answer
+    assert usage["prompt_tokens"] > 0 and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    (verdict,) = openclaw_audit([{"op": "audit", "params": {"summary": text, "structuralSummary": text,
+                                                            **_openclaw_inputs(body)}}])
+    assert verdict["ok"], verdict
