@@ -157,3 +157,78 @@ def _record(out: Path, db: Path, requests: list) -> None:
     with open(out / "requests.jsonl", "w", encoding="utf-8") as fh:
         for q in (q for q in requests if q["kind"] == "compaction"):      # the compactions (turns: 50 KB each)
             fh.write(json.dumps(q, ensure_ascii=False) + "\n")
+
+
+def _serve(home, where, upstream_url: str, port: int, log):
+    """`compaction-guard serve` in front of the scripted model, as a process on 127.0.0.1."""
+    env = env_for(home, where, GUARD_PROVIDER="openai", GUARD_BASE_URL=upstream_url, GUARD_MODEL="scripted",
+                  OPENAI_API_KEY="sk-scripted-not-a-key")
+    return subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--port", str(port),
+                             "--set", "chain_deadline_seconds=20", "--set", "breaker_threshold=1000"],
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+@pytest.mark.parametrize("mode", ["safeguard", "default"])
+def test_openclaw_compacts_through_serve_and_stores_what_it_answers(tmp_path, mode):
+    """Only compaction routed through the guard (agents.defaults.compaction.model), the model
+    answering every compaction request with a loop: the guard escalates to L3, its L3 has the
+    structure OpenClaw asked for, OpenClaw's audit (safeguard) accepts it, and OpenClaw stores
+    the compaction, written from the guard's answer."""
+    import urllib.request
+    where = require()
+    home = tmp_path / "user"
+    state = home / ".openclaw"
+    state.mkdir(parents=True)
+    with ScriptedOpenAI([LOOP]) as model:
+        gport, sport = free_port(), free_port()
+        cfg = _config(model.port, gport, home / "workspace")
+        cfg["agents"]["defaults"]["compaction"] = {"mode": mode, "model": "guard/compactor", "keepRecentTokens": 300}
+        cfg["models"]["providers"]["guard"] = {
+            "baseUrl": f"http://127.0.0.1:{sport}/v1", "apiKey": "unused", "api": "openai-completions",
+            "models": [{"id": "compactor", "name": "compaction-guard", "reasoning": False, "input": ["text"],
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 32000, "maxTokens": 2048}]}
+        (state / "openclaw.json").write_text(json.dumps(cfg, indent=2))
+        srv = _serve(home, where, model.url, sport, tmp_path / "serve.log")
+        gw = None
+        try:
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{sport}/healthz", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            gw = Gateway(where, home, gport, tmp_path / "gateway.log")
+            assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
+            for m in TURNS + ["Also check db-7 replication lag.", "Then tell me the lag in seconds."]:
+                r = openclaw(where, home, "agent", "--session-key", KEY, "--message", m, timeout=180)
+                assert r.returncode == 0, r.stdout + r.stderr
+            r = openclaw(where, home, "sessions", "compact", KEY, timeout=240)
+            assert r.returncode == 0 and "Compacted session" in r.stdout, (r.stdout + r.stderr, gw.text()[-4000:])
+        finally:
+            if gw is not None:
+                gw.stop()
+            os.killpg(srv.pid, signal.SIGTERM)
+            srv.wait(timeout=30)
+        turns = [q for q in model.requests if q["kind"] == "turn"]
+        compactions = [q for q in model.requests if q["kind"] == "compaction"]
+    assert turns and compactions, "turns go to the model directly, compactions through the guard to it"
+    assert "failed quality checks" not in gw.text()
+    import sqlite3
+    import zstandard
+    db = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        events = [json.loads(t if t is not None else zstandard.ZstdDecompressor().decompressobj().decompress(b))
+                  for t, b in con.execute("SELECT event_json, event_zstd FROM transcript_events ORDER BY seq")]
+    stored = [e for e in events if e.get("type") == "compaction"]
+    assert stored and "compaction-resilience-guard L3" in stored[-1]["summary"], stored[-1]["summary"][:2000]
+    if mode == "safeguard":
+        for h in ("## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks", "## Exact identifiers"):
+            assert h in stored[-1]["summary"]
+    # the guard recorded each compaction it answered, by level
+    rep = json.loads(guard(home, where, "--report", "--format", "json").stdout)
+    assert rep["level_usage"]["l3_deterministic"] >= 1
+    # and OpenClaw's stored compaction checks valid (the guard's L3 marker: a fallback, counted so)
+    doc = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
+    last = next(r for r in doc["results"] if r["id"] == stored[-1]["id"])
+    assert last["failures"] in ([], ["truncation_marker"]), last
