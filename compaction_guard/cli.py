@@ -192,6 +192,11 @@ def run(argv=None) -> int:
             text = sys.stdin.read() if args.simulate == "-" else args.simulate
         previous = read_text(Path(args.previous), "previous summary")[0] if args.previous else None
         choice = providers.resolve(flags, home, file_values=eff.provider_values)
+        if choice.provider in ("openai", "anthropic") and providers.points_at_guard(choice.base_url):
+            where = "OpenClaw's compaction model" if choice.origin.get("base_url") == "openclaw.json" else "--base-url"
+            raise GuardError(f"{where} ({choice.base_url}) is compaction-guard serve itself: the chain would compact "
+                             "through its own proxy; give the model it forwards to (--provider, --base-url, --model, "
+                             "or config.yaml's provider: section)")
         result = operations.compact(text, home, settings=settings, choice=choice, faults=faults.parse(args.fault),
                                     previous=previous)
         if args.compact and args.format != "json":

@@ -223,7 +223,30 @@ def resolve(flags: dict, layout, env=None, file_values: Optional[dict] = None) -
             origin["api_key_env"] = "default"
     if provider == "local":
         model = model or "smollm2-135m-instruct"
+        if origin.get("timeout") == "default":
+            # a small model on a CPU answers a compaction prompt in tens of seconds: the chain's
+            # deadline (chain_deadline_seconds) bounds it, not a per-call minute
+            timeout = 300.0
     return ProviderChoice(provider, model, base_url.rstrip("/") if base_url else None, key_env, timeout, origin)
+
+
+def points_at_guard(base_url: Optional[str], timeout: float = 1.0) -> bool:
+    """Whether `base_url` is a running compaction-guard serve (its /healthz says so): a chain
+    that called it would compact through its own proxy."""
+    import urllib.parse
+    if not base_url:
+        return False
+    u = urllib.parse.urlsplit(base_url)
+    if (u.hostname or "") not in ("127.0.0.1", "localhost", "::1") and not (u.hostname or "").startswith("127."):
+        return False
+    root = f"{u.scheme}://{u.netloc}"
+    try:
+        import httpx
+        r = httpx.get(f"{root}/healthz", timeout=timeout)
+        doc = r.json()
+    except Exception:          # noqa: BLE001 - not reachable, not JSON: not the guard
+        return False
+    return isinstance(doc, dict) and {"status", "upstream", "in_flight", "circuit_open_until"} <= set(doc)
 
 
 def build(choice: ProviderChoice, settings, env=None):

@@ -230,7 +230,13 @@ def report_text(rep: dict) -> str:
     for k, name in (("by_model", "written by the model"), ("by_fallback", "written by a fallback")):
         share = stored[k] / stored_total if stored_total else 0.0
         out.append(f"    {name:<22} {stored[k]:>6} {share:>6.1%} {'█' * round(share * 30)}")
-    out.append(f"  The guard's chain runs ({head}, --compact/--simulate): {total}")
+    served = (rep.get("totals") or {}).get("served", 0)
+    abandoned = (rep.get("totals") or {}).get("abandoned", 0)
+    line = f"  Compactions the guard answered ({head}): {total}"
+    if not rep.get("since"):            # the totals are all time
+        line += f" (through serve: {served}, --compact/--simulate: {total - served}"
+        line += f"; {abandoned} abandoned by their client, not counted)" if abandoned else ")"
+    out.append(line)
     for k, name in LEVEL_NAMES.items():
         n = rep["level_usage"][k]
         share = rep["level_share"][k]

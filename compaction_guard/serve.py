@@ -48,7 +48,7 @@ from .errors import GuardError
 from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
 from .records import SummaryRecord
-from .state import StateStore, record_chain, state_path
+from .state import StateStore, record_abandoned, record_chain, state_path
 from .structured import build as structured_l3
 from .summarizers import l2_target, truncate_l3
 from .tokens import estimate_tokens
@@ -311,6 +311,8 @@ class Outcome:
     output_tokens: int
     breaker_open: bool = False
     observed: list = field(default_factory=list)     # --observe: what L1 failed (returned unchanged)
+    seconds: float = 0.0
+    bytes_in: int = 0
 
     @property
     def failures(self) -> list:
@@ -325,14 +327,42 @@ class Outcome:
 class Proxy:
     """The compaction path: upstream calls, checks, escalation, recording."""
 
-    def __init__(self, upstream: Upstream, settings, home: Path, observe: bool = False):
+    def __init__(self, upstream: Upstream, settings, home: Path, observe: bool = False, logger=None):
         self.upstream = upstream
         self.settings = settings
         self.store = StateStore(state_path(home), settings)
         self.observe = observe
         self.in_flight = 0
+        self.logger = logger
 
-    async def compact(self, proto: str, body: dict) -> Outcome:
+    async def compact(self, proto: str, body: dict, size: int = 0) -> Outcome:
+        """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
+        with its upstream call, and then counted as abandoned, not as a compaction."""
+        t0 = time.monotonic()
+        try:
+            out = await self._compact(proto, body)
+        except asyncio.CancelledError:
+            await asyncio.shield(asyncio.to_thread(self._abandoned, time.monotonic() - t0, size))
+            raise
+        out.seconds = time.monotonic() - t0
+        out.bytes_in = size
+        return await self._done(out)
+
+    def _abandoned(self, seconds: float, size: int) -> None:
+        self.log(f"abandoned after {seconds:.1f} s: the client went away; its upstream work was cancelled "
+                 f"({size:,} bytes in)")
+        try:
+            with self.store.update() as state:
+                record_abandoned(state)
+        except GuardError:
+            pass
+
+    def log(self, line: str) -> None:
+        """One line per request on stderr (figures only, never content)."""
+        if self.logger is not None:
+            self.logger(f"compaction-guard serve: {line}")
+
+    async def _compact(self, proto: str, body: dict) -> Outcome:
         s = self.settings
         request = read_request(proto, body)
         text, previous, contract = request.text, request.previous, request.contract
@@ -399,11 +429,10 @@ class Proxy:
                                     request=asked))
             attempts[-1].text = reply
             if verdict.valid:
-                return await self._done(Outcome(summary, req.level, attempts, input_tokens, verdict.output_tokens, skip))
+                return Outcome(summary, req.level, attempts, input_tokens, verdict.output_tokens, skip)
         if self.observe:          # returned unchanged (or the upstream's error): recorded as what it was
             a = attempts[0]
-            out = Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures)
-            return await self._done(out)
+            return Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures)
         t0 = time.perf_counter()
         budget = max(l2_target(input_tokens, s), room)
         if contract.structured:
@@ -419,7 +448,7 @@ class Proxy:
             notes.append(f"format: {verdict.reasons['format']}")
         attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
                                 warnings=verdict.warnings + notes))
-        return await self._done(Outcome(l3, 3, attempts, input_tokens, verdict.output_tokens, skip))
+        return Outcome(l3, 3, attempts, input_tokens, verdict.output_tokens, skip)
 
     def _level_body(self, proto: str, body: dict, req, contract: Contract = None) -> dict:
         """L2: the client's request in the upstream's protocol, made aggressive."""
@@ -458,12 +487,18 @@ class Proxy:
 
         def record():
             with self.store.update() as state:
-                record_chain(state, result)
+                record_chain(state, result, via="serve")
                 breaker.record(state, out.level, out.breaker_open, self.settings)
         try:
             await asyncio.to_thread(record)
-        except GuardError:
-            pass            # the client still gets its summary; the state's error is the operator's (logged)
+        except GuardError as exc:
+            self.log(f"the state could not be written ({exc})")   # the client still gets its summary
+        tried = "; ".join(f"L{a.level} {','.join(a.failures) or ('skipped' if a.skipped else 'ok')}"
+                          for a in out.attempts)
+        upstream = sum(a.seconds for a in out.attempts if a.level < 3)
+        self.log(f"{'observed' if self.observe else 'answered'} at L{out.level} ({tried}) in {out.seconds:.2f} s, "
+                 f"{upstream:.2f} s upstream; {out.input_tokens:,} -> {out.output_tokens:,} tokens, "
+                 f"{out.bytes_in:,} bytes in, {len((out.summary or '').encode()):,} bytes out")
         return out
 
 
@@ -597,17 +632,21 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
             return refuse(proto, 400, "the request has no messages list")
         model = str(body.get("model") or proxy.upstream.model or "compaction-guard")
         proxy.in_flight += 1
-        task = asyncio.ensure_future(proxy.compact(proto, body))
+        task = asyncio.ensure_future(proxy.compact(proto, body, len(raw)))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
         if proxy.observe:         # a trial: the upstream's error stays an error
-            out = await task
+            out = await _unless_gone(task, request)
+            if out is None:
+                return Response(status_code=499)
             if out.summary is None:
                 err = next(iter(out.attempts[0].reasons.values()), "the upstream failed")
                 return JSONResponse(error_body(proto, 502, err), status_code=502, headers=_headers(out))
             if body.get("stream"):
                 return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
         if not body.get("stream"):
-            out = await task
+            out = await _unless_gone(task, request)
+            if out is None:           # the client went away: nobody to answer
+                return Response(status_code=499)
             doc = anthropic_body(out, model) if proto == "anthropic" else openai_body(out, model)
             return JSONResponse(doc, headers=_headers(out))
         return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
@@ -633,6 +672,29 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
     return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
 
 
+async def _unless_gone(task, request):
+    """The compaction's outcome, or None when the client went away first: then the compaction
+    (and its upstream call) is cancelled, and counted as abandoned (Proxy.compact)."""
+    async def gone():
+        while not await request.is_disconnected():
+            await asyncio.sleep(0.25)
+    watch = asyncio.ensure_future(gone())
+    done, _ = await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        watch.cancel()
+        return task.result()
+    await _cancel_task(task)
+    return None
+
+
+async def _cancel_task(task) -> None:
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
 class LateHeadersStream:
     """An SSE answer whose headers leave with its first bytes: the level is in them when
     the compaction is done before the first keep-alive; otherwise keep-alive lines go out
@@ -655,11 +717,26 @@ class LateHeadersStream:
                 started = True
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
-        while True:
-            done, _ = await asyncio.wait({self.task}, timeout=self.keepalive)
-            if done:
-                break
-            await emit(b'event: ping\ndata: {"type": "ping"}\n\n' if self.proto == "anthropic" else b": keep-alive\n\n")
+        async def gone():
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        watch = asyncio.ensure_future(gone())
+        try:
+            while True:
+                done, _ = await asyncio.wait({self.task, watch}, timeout=self.keepalive,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if self.task in done:
+                    break
+                if watch in done:                    # the client went away: cancel its compaction
+                    await _cancel_task(self.task)
+                    return
+                await emit(b'event: ping\ndata: {"type": "ping"}\n\n' if self.proto == "anthropic"
+                           else b": keep-alive\n\n")
+        except OSError:
+            await _cancel_task(self.task)
+            return
+        finally:
+            watch.cancel()
         out = self.task.result()
         head = _headers(out)
         if started:
@@ -775,8 +852,18 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
         if not choice.base_url:
             raise GuardError("serve needs the upstream's --base-url")
         check_upstream_is_not_us(choice.base_url, host, port)
+        from .providers import points_at_guard
+        if points_at_guard(choice.base_url):
+            raise GuardError(f"--base-url {choice.base_url} is another compaction-guard serve; point it at the model "
+                             "itself")
     upstream = Upstream(choice, settings, env)
-    proxy = Proxy(upstream, settings, home, observe)
+    import sys
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+    proxy = Proxy(upstream, settings, home, observe, logger=log)
+    log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
+        + (" (observe: replies returned unchanged)" if observe else ""))
     app = build_app(proxy, settings, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=int(settings.chain_deadline_seconds) + 5, lifespan="on")

@@ -275,8 +275,10 @@ class Settings:
     llm_backoff_seconds: float = 0.5
     # A Retry-After longer than this (or past the deadline) fails the level instead.
     llm_max_retry_after: float = 30.0
-    # The whole chain's budget; L3 runs even after it.
-    chain_deadline_seconds: float = 120.0
+    # The whole chain's budget; L3 runs even after it. OpenClaw gives a compaction 180 s
+    # (EMBEDDED_COMPACTION_TIMEOUT_MS, agents.defaults.compaction.timeoutSeconds): the guard's
+    # answer, L3 included, must be back before it gives up.
+    chain_deadline_seconds: float = 150.0
     # The local model's context window (tokens).
     local_context_tokens: int = 2048
     # Circuit breaker: after this many chains in a row ended at L3, skip the LLM levels ...

@@ -52,7 +52,8 @@ STORED_KEYS = ("by_model", "by_fallback")
 def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
-            "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "failures": {}},
+            "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "served": 0, "abandoned": 0,
+                       "failures": {}},
             "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}}
 
 
@@ -125,7 +126,7 @@ def _normalize(data: dict) -> tuple:
     if not isinstance(state.get("totals"), dict):
         problems.append("totals")
     clean = {}
-    for k in ("summaries_checked", "checks", "chain_runs"):
+    for k in ("summaries_checked", "checks", "chain_runs", "served", "abandoned"):
         clean[k] = _int(totals.get(k, 0))
         if clean[k] is None:
             problems.append(f"totals.{k}")
@@ -386,14 +387,18 @@ def _count_failure(state: dict, day: dict, source: str, kind: str, n: int = 1) -
     fails[kind] = fails.get(kind, 0) + n
 
 
-def record_chain(state: dict, result) -> None:
-    """Count one chain run in level_usage and keep its figures."""
+def record_chain(state: dict, result, via: str = "chain") -> None:
+    """Count one compaction the guard answered in level_usage and keep its figures: `via`
+    "chain" (--compact, --simulate) or "serve" (a request the proxy answered; `served` counts
+    them apart, and their failures are the `serve` source's)."""
     state["level_usage"][result.level_key] += 1
     day = _day(state, now_iso())
     day[result.level_key] = day.get(result.level_key, 0) + 1
     state["totals"]["chain_runs"] += 1
+    if via == "serve":
+        state["totals"]["served"] = state["totals"].get("served", 0) + 1
     state["chain_history"].insert(0, {
-        "at": now_iso(), "level_used": result.level_used, "input_tokens": result.input_tokens,
+        "at": now_iso(), "via": via, "level_used": result.level_used, "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens, "provider": result.provider, "model": result.model,
         "breaker_open": result.breaker_open,
         "attempts": [{"level": a.level, "valid": a.valid, "failures": a.failures, "retries": a.retries,
@@ -403,9 +408,17 @@ def record_chain(state: dict, result) -> None:
     })
     for a in result.attempts:
         for kind in a.failures:
-            _count_failure(state, day, "chain", kind)
+            _count_failure(state, day, via, kind)
             state["failures"].append({
-                "summary_id": f"chain@{state['chain_history'][0]['at']}", "failure_type": kind, "level_used": a.level,
+                "summary_id": f"{via}@{state['chain_history'][0]['at']}", "failure_type": kind, "level_used": a.level,
                 "input_tokens": result.input_tokens, "output_tokens": a.output_tokens,
-                "detected_at": state["chain_history"][0]["at"], "source": "chain",
+                "detected_at": state["chain_history"][0]["at"], "source": via,
             })
+
+
+def record_abandoned(state: dict) -> None:
+    """A request whose client went away before the answer: not a compaction (its upstream
+    work was cancelled), counted apart."""
+    state["totals"]["abandoned"] = state["totals"].get("abandoned", 0) + 1
+    day = _day(state, now_iso())
+    day["abandoned"] = day.get("abandoned", 0) + 1

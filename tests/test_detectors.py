@@ -924,3 +924,19 @@ def test_a_table_of_rows_with_new_numbers_is_data_and_a_counted_row_is_a_loop():
     long = "\n".join(f"| web-{i} | ok | {rng.randrange(80, 400)} ms |" for i in range(1, 41))
     assert kinds("| host | status | p95 |\n|---|---|---|\n" + long) == ["repetition"]
     assert validate("| host | status | p95 |\n|---|---|---|\n" + "\n".join(long.splitlines()[:20])).valid
+
+
+def test_figures_a_summary_computes_from_its_history_are_not_invented():
+    """A trading journal's summary: its week's total, a day's sum, an average and a win rate are
+    computed from the history's figures; a latency the history never gave is still invented."""
+    from compaction_guard import validate
+    hist = ("user: Mon: trade 1 +120 USD +2.5%, trade 2 -40 USD -0.8%, trade 3 +60 USD +1.2%\n"
+            "user: Tue: trade 4 +30 USD +0.6%, trade 5 -90 USD -1.8%\n"
+            "user: 3 wins out of 5 trades this week\n"
+            "assistant: noted the latencies of the broker API: 120 ms, 80 ms, 100 ms")
+    ok_ = validate("Week: +1.7% over 5 trades, win rate 60% (3 of 5); Monday +2.9%; mean broker latency 100 ms, "
+                   "300 ms in all.", input=hist)
+    assert ok_.valid and not any(w.startswith("invented") for w in ok_.warnings), ok_.warnings
+    bad = validate("Week: +1.7% over 5 trades; broker latency 533 ms, then 558 ms and 612 ms at the close.",
+                   input=hist)
+    assert any(w.startswith("invented_identifiers") and "533 ms" in w for w in bad.warnings), bad.warnings

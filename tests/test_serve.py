@@ -237,7 +237,7 @@ def test_health_models_and_metrics(home):
     levels = {s.labels["level"]: s.value for s in fams["compaction_guard_compactions"].samples}
     assert levels["l2_aggressive"] == 1
     fails = {(s.labels["source"], s.labels["kind"]): s.value for s in fams["compaction_guard_failures"].samples}
-    assert fails[("chain", "repetition")] == 1
+    assert fails[("serve", "repetition")] == 1           # a request serve answered: the `serve` source
 
 
 # ------------------------------------------------------------------ load and shutdown
@@ -361,3 +361,26 @@ def test_an_off_topic_reply_escalates_through_the_proxy(home):
             {"role": "user", "content": f"<conversation>\n{hist['text']}\n</conversation>\n\nSummarize the conversation."}])
     assert r.headers["x-compaction-guard-level"] == "2" and r.headers["x-compaction-guard-failures"] == "ungrounded"
     assert r.parse().choices[0].message.content == grounded
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_that_goes_away_cancels_its_compaction_and_is_counted_abandoned(home, stream):
+    """OpenClaw drops a compaction when a foreground turn arrives ("Session maintenance yielded to a
+    foreground turn"): the guard stops its upstream work (no L2, no L3) and counts it abandoned,
+    not as a compaction."""
+    import httpx
+    with FakeLLM([B("slow", seconds=4.0), ok()]) as fake, Running(home, upstream(fake)) as run:
+        try:
+            httpx.post(run.url + "/v1/chat/completions", json={"model": "g", "messages": MSGS, "stream": stream},
+                       timeout=0.8)
+        except httpx.TimeoutException:
+            pass
+        for _ in range(50):
+            if state(home)["totals"].get("abandoned"):
+                break
+            time.sleep(0.1)
+        seen = len(fake.requests)
+        time.sleep(1.0)
+        assert len(fake.requests) == seen == 1                   # L1 only: nothing more was sent upstream
+    st = state(home)
+    assert st["totals"]["abandoned"] == 1 and st["totals"]["chain_runs"] == 0 and st["level_usage"]["l3_deterministic"] == 0

@@ -14,6 +14,7 @@ pytest.importorskip("uvicorn")
 from compaction_guard import contract  # noqa: E402
 from conftest import ROOT  # noqa: E402
 from fake_llm import B, FakeLLM, ok  # noqa: E402
+from openclaw_real import require as require_openclaw  # noqa: E402
 from test_openclaw_audit import openclaw_audit  # noqa: E402
 from test_serve import Running, upstream  # noqa: E402
 
@@ -115,3 +116,34 @@ def test_a_good_answer_passes_at_l1_and_the_usage_chunk_is_sent(home):
     (verdict,) = openclaw_audit([{"op": "audit", "params": {"summary": text, "structuralSummary": text,
                                                             **_openclaw_inputs(body)}}])
     assert verdict["ok"], verdict
+
+
+def test_the_readme_routes_only_compaction_through_the_guard_and_openclaw_accepts_it(tmp_path):
+    """The README's openclaw.json, as OpenClaw validates it (`openclaw config validate`)."""
+    import re
+    from openclaw_real import openclaw
+    where = require_openclaw()
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("Route **only compaction** through it", 1)[1]
+    snippet = re.search(r"```json5\n(.*?)```", block, re.S).group(1)
+    state = tmp_path / "home" / ".openclaw"
+    state.mkdir(parents=True)
+    (state / "openclaw.json").write_text(snippet)
+    p = openclaw(where, tmp_path / "home", "config", "validate", "--json")
+    assert json.loads(p.stdout.strip().splitlines()[-1])["valid"] is True, p.stdout + p.stderr
+    cfg = json.loads(openclaw(where, tmp_path / "home", "config", "get", "agents.defaults.compaction.model",
+                              "--json").stdout.strip().splitlines()[-1])
+    assert cfg == "guard/gpt-4o-mini"
+
+
+def test_the_chain_refuses_a_model_that_is_the_guards_own_proxy(home, tmp_path):
+    """With the README's config, OpenClaw's compaction model is the running serve: --compact
+    would compact through its own proxy. One line, exit 2."""
+    from conftest import run_guard
+    with FakeLLM([ok()]) as fake, Running(home, upstream(fake)) as run:
+        (home / "openclaw.json").write_text(json.dumps({
+            "models": {"providers": {"guard": {"baseUrl": f"{run.url}/v1", "api": "openai-completions",
+                                               "apiKey": "unused", "models": [{"id": "m"}]}}},
+            "agents": {"defaults": {"compaction": {"model": "guard/m"}}}}))
+        p = run_guard("--compact", home=home, stdin="user: hello\nassistant: hi")
+    assert p.returncode == 2 and "is compaction-guard serve itself" in p.stderr and len(p.stderr.splitlines()) == 1

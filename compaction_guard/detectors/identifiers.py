@@ -14,6 +14,10 @@ digits), a version (`v2.3.1`), a figure with a unit (`38.2 GB`, `140 ms`, `12%`)
   its last quarter) the summary kept, each weighted by how often and how late it occurs
   (the latest state matters most); a warning under `identifiers_min_retention`, naming a
   few that were dropped.
+A figure a summary can compute from its history is not invented: a total, a sum per week or an
+average of figures the history gives in that unit (two or more of them), a rate as a percentage
+of what the history counts (two or more numbers). A trading journal's summary holding its week's
+total and win rate names what the history implies, not what it never had.
 A summary's structure names nothing: identifiers written only in its headings (`##
 Constraints/Rules` is a heading, not a path) or in the file lists a compactor appends as
 bookkeeping (`<read-files>` / `<modified-files>` blocks: OpenClaw carries them across
@@ -148,6 +152,59 @@ class Finder:
 _STRUCTURE_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*$|<([a-z]+-files)>.*?</\1>", re.M | re.S)
 
 
+_FIGURE_RE = re.compile(r"([-+\u2212]?\d+(?:[.,]\d+)?)\s?(ms|s|min|h|KB|MB|GB|TB|KiB|MiB|GiB|%)")
+_NUM_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
+
+
+class _Derivable:
+    """Which figures a summary could have computed from its input (see the module doc): a
+    figure equal, to its printed precision, to the sum or the mean of a run of the input's
+    figures in its unit (a total, a week's sum, an average), or a percentage equal to the ratio
+    of two of the input's numbers (a win rate: 7 of 12). The input's figures are read once and
+    only when asked; at most `limit` of each kind are used (the sums of runs are O(n^2))."""
+
+    def __init__(self, input_text: str, limit: int = 400):
+        self.text = input_text
+        self.limit = limit
+        self._units = None
+
+    def _read(self) -> None:
+        self._units = {}
+        for value, unit in _FIGURE_RE.findall(self.text):
+            vals = self._units.setdefault(unit, [])
+            if len(vals) < self.limit:
+                vals.append(float(value.replace(",", ".").replace("\u2212", "-")))
+        self._numbers = []
+        for m in _NUM_RE.finditer(self.text):
+            if len(self._numbers) >= self.limit // 2:
+                break
+            self._numbers.append(float(m.group(0).replace(",", ".")))
+
+    def __call__(self, ident: str) -> bool:
+        m = _FIGURE_RE.fullmatch(ident)
+        if not m:
+            return False
+        if self._units is None:
+            self._read()
+        raw, unit = m.group(1).lstrip("+-\u2212"), m.group(2)
+        value = float(raw.replace(",", "."))
+        tol = 0.5 * 10 ** -(len(raw) - raw.replace(",", ".").index(".") - 1) if ("." in raw or "," in raw) else 0.5
+        vals = self._units.get(unit, [])
+        for i in range(len(vals)):
+            total = 0.0
+            for j in range(i, len(vals)):
+                total += vals[j]
+                if j > i and (abs(abs(total) - value) <= tol or abs(abs(total) / (j - i + 1) - value) <= tol):
+                    return True
+        if unit == "%":
+            nums = self._numbers
+            for a in nums:
+                for b in nums:
+                    if b > 0 and a <= b and abs(100.0 * a / b - value) <= tol:
+                        return True
+        return False
+
+
 def _claims(content: str, idents: list) -> list:
     """The identifiers that occur outside the summary's structure (see the module doc)."""
     if "#" not in content and "-files>" not in content:
@@ -177,7 +234,8 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     in_input = Finder(view, settings.identifiers_max_searches)
     summary_view = summary_view if summary_view is not None else InputView(content)
     mine = list(summary_view.identifiers(scan))
-    invented = [i for i in _claims(content, mine) if not in_input(i)]
+    derivable = _Derivable(input_text)
+    invented = [i for i in _claims(content, mine) if not in_input(i) and not derivable(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         # a failure when the summary invents many and most of what it names: the agent
