@@ -89,6 +89,7 @@ class Request:
     previous: Optional[str]
     instructions: str
     contract: Contract
+    rejected: Optional[str] = None    # the agent's audit rejected the previous answer: its reasons
 
     @property
     def text(self) -> str:
@@ -122,7 +123,12 @@ def read_request(proto: str, body: dict) -> Request:
         last = next((_text_of(m.get("content")) for m in reversed(msgs) if isinstance(m, dict)
                      and m.get("role") == "user"), "")
         instructions = last
-    return Request(history, prev, instructions, of_request(history, instructions))
+    m = _REJECTED_RE.search(instructions)
+    return Request(history, prev, instructions, of_request(history, instructions), m.group(1) if m else None)
+
+
+# OpenClaw's safeguard retries once with its audit's reasons when an answer failed it
+_REJECTED_RE = re.compile(r"Previous summary failed quality checks \(([^)\n]*)\)")
 
 
 def conversation(proto: str, body: dict) -> str:
@@ -313,6 +319,7 @@ class Outcome:
     observed: list = field(default_factory=list)     # --observe: what L1 failed (returned unchanged)
     seconds: float = 0.0
     bytes_in: int = 0
+    retry_of: Optional[str] = None      # the agent's audit rejected the previous answer for these reasons
 
     @property
     def failures(self) -> list:
@@ -339,13 +346,15 @@ class Proxy:
         """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
         with its upstream call, and then counted as abandoned, not as a compaction."""
         t0 = time.monotonic()
+        request = read_request(proto, body)
         try:
-            out = await self._compact(proto, body)
+            out = await self._compact(proto, body, request)
         except asyncio.CancelledError:
             await asyncio.shield(asyncio.to_thread(self._abandoned, time.monotonic() - t0, size))
             raise
         out.seconds = time.monotonic() - t0
         out.bytes_in = size
+        out.retry_of = request.rejected
         return await self._done(out)
 
     def _abandoned(self, seconds: float, size: int) -> None:
@@ -362,9 +371,8 @@ class Proxy:
         if self.logger is not None:
             self.logger(f"compaction-guard serve: {line}")
 
-    async def _compact(self, proto: str, body: dict) -> Outcome:
+    async def _compact(self, proto: str, body: dict, request: Request) -> Outcome:
         s = self.settings
-        request = read_request(proto, body)
         text, previous, contract = request.text, request.previous, request.contract
         input_tokens = estimate_tokens(text)
         room = minimum_tokens(contract)           # what the asked structure alone needs
@@ -498,7 +506,8 @@ class Proxy:
         upstream = sum(a.seconds for a in out.attempts if a.level < 3)
         self.log(f"{'observed' if self.observe else 'answered'} at L{out.level} ({tried}) in {out.seconds:.2f} s, "
                  f"{upstream:.2f} s upstream; {out.input_tokens:,} -> {out.output_tokens:,} tokens, "
-                 f"{out.bytes_in:,} bytes in, {len((out.summary or '').encode()):,} bytes out")
+                 f"{out.bytes_in:,} bytes in, {len((out.summary or '').encode()):,} bytes out"
+                 + (f"; a retry: the agent's audit rejected the previous answer ({out.retry_of})" if out.retry_of else ""))
         return out
 
 

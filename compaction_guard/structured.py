@@ -12,8 +12,9 @@ conversation holds of that kind, as lines copied from it (its words and its lang
   the guard's identifier shapes), one per line;
 - decisions, open tasks, constraints: the sentences that say so (a decision taken, a next
   step or something still to do, a must / never / only), the latest first kept;
-- anything else (progress, context, a template's own heading): the conversation's head and
-  tail, as summarizers.truncate_l3 cuts them;
+- anything else (progress, context, a template's own heading): the turns in order, shared
+  between those sections (the first gets the earliest), each slice cut to its share by
+  summarizers.truncate_l3 (its head and tail);
 and `None.` where nothing was found. A previous summary with the same headings keeps its
 lines first. Within `budget` tokens: the asks and identifiers are kept whole (the audit needs
 them), the rest shares what is left. One marker line says a fallback wrote it. With a
@@ -25,7 +26,7 @@ import re
 from typing import Optional
 
 from .contract import Contract, first_ask_line, turns
-from .summarizers import truncate_l3
+from .summarizers import _cut_to_tokens, truncate_l3
 from .tokens import estimate_tokens
 
 _KINDS = [
@@ -45,6 +46,7 @@ _CUES = {
 }
 _SENT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 NONE = "None."
+MIN_SHARE = 32          # tokens a section gets at least: a line of the conversation, not a word
 # the guard's own L3 marker (detectors/markers.py: skill-truncated, "compaction-resilience-guard" in it)
 NOTE = "[TRUNCATED: written by compaction-resilience-guard L3 from the conversation's own lines, no model]"
 
@@ -132,22 +134,30 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
             blocks[h] = lines
     used = fixed + sum(estimate_tokens("\n".join(v)) for v in blocks.values())
     others = [h for h in contract.sections if h not in blocks]
-    share = max(0, budget - used) // max(1, len(others)) if others else 0
+    share = max(MIN_SHARE, max(0, budget - used) // max(1, len(others))) if others else 0
+    # the sections of no known kind share the turns in order (progress first, context last),
+    # each its slice of the turns' own text, no speaker labels
+    texts = [" ".join(t.split()) for _, t in msgs if t]
+    plain_kinds = [h for h in others if kind_of(h) not in _CUES]
+    slices = {}
+    for n, h in enumerate(plain_kinds):
+        lo, hi = n * len(texts) // len(plain_kinds), (n + 1) * len(texts) // len(plain_kinds)
+        slices[h] = "\n".join(texts[lo:max(hi, lo + 1)])
     for h in others:
         k = kind_of(h)
         lines = list(kept.get(h, []))
         if k in _CUES:
             cands = by_kind[k]
         else:
-            cut = truncate_l3(conversation, settings, max(share, 24)).text
+            cut = truncate_l3(slices.get(h, ""), settings, share).text
             cands = [x for x in cut.splitlines() if x.strip() and not x.startswith("[TRUNCATED")]
-        out, cost = [], sum(estimate_tokens(x) + 1 for x in lines)
+        out, cost = [], 0
         for x in lines + [c for c in cands if c not in lines]:
             t = estimate_tokens(x) + 1
             if cost + t > share and out:
                 break
-            if cost + t > share:
-                x = x[:max(8, share * 3)]
+            if cost + t > share:              # the first line alone is over the share: its head
+                x = _cut_to_tokens(x, max(8, share - cost - 1))
                 t = estimate_tokens(x) + 1
             if x not in out:
                 out.append(x)

@@ -147,3 +147,38 @@ def test_the_chain_refuses_a_model_that_is_the_guards_own_proxy(home, tmp_path):
             "agents": {"defaults": {"compaction": {"model": "guard/m"}}}}))
         p = run_guard("--compact", home=home, stdin="user: hello\nassistant: hi")
     assert p.returncode == 2 and "is compaction-guard serve itself" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+PREVIOUS = ("## Decisions\n- Deploy v2.4.1 to staging-3 (OPS-4412).\n\n## Open TODOs\n- Run the smoke tests.\n\n"
+            "## Constraints/Rules\n- Deploy only from the release branch.\n\n## Pending user asks\n- Run the smoke "
+            "tests on staging-3.\n\n## Exact identifiers\n- OPS-4412, v2.4.1, staging-3")
+
+
+def _with_previous(body: dict, shape: str) -> dict:
+    """The recorded safeguard request with a previous summary, in the shape OpenClaw gives it:
+    the safeguard's `<previous-compaction-summary>` turn first in the conversation
+    (prependPreviousSummaryForRedistill), or pi's `<previous-summary>` after it."""
+    body = json.loads(json.dumps(body))
+    part = body["messages"][1]["content"][0]
+    if shape == "safeguard":
+        turn = ("[User]: <previous-compaction-summary>\nPrevious compaction summary to re-distill with the current "
+                "conversation. Prune stale, duplicate, or superseded details instead of preserving it verbatim.\n\n"
+                f"{PREVIOUS}\n</previous-compaction-summary>\n\n")
+        part["text"] = part["text"].replace("<conversation>\n", "<conversation>\n" + turn, 1)
+    else:
+        part["text"] = part["text"].replace("</conversation>\n\n",
+                                            f"</conversation>\n\n<previous-summary>\n{PREVIOUS}\n</previous-summary>\n\n", 1)
+    return body
+
+
+@pytest.mark.parametrize("shape", ["safeguard", "pi"])
+def test_an_answer_that_hands_back_the_previous_summary_is_stale_in_either_shape(home, shape):
+    (body,) = [q["body"] for q in recorded("requests-safeguard.jsonl") if "## Decisions" in _user_text(q["body"])][:1]
+    from compaction_guard.serve import read_request
+    req = read_request("openai", _with_previous(body, shape))
+    assert req.previous == PREVIOUS and "previous-compaction-summary" not in req.history
+    assert req.contract.latest_ask and "previous-compaction-summary" not in req.contract.latest_ask
+    with FakeLLM([ok(PREVIOUS)]) as fake, Running(home, upstream(fake)) as run:
+        text, _, headers, raw = _post(run.url, _with_previous(body, shape))
+    why = headers.get("x-compaction-guard-failures") or raw.split("failures=", 1)[1].split()[0]
+    assert "stale" in why.split(",") and text != PREVIOUS
