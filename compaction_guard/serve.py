@@ -243,6 +243,8 @@ class Upstream:
         import httpx
         body = dict(body, stream=False)
         body.pop("stream_options", None)         # only with streaming (the guard reads the whole answer)
+        if self.local is not None:
+            body = await self._fit_local(body)
         if self.model:
             body["model"] = self.model
         if self.proto == "anthropic":
@@ -284,6 +286,50 @@ class Upstream:
             except ValueError:
                 raise UpstreamFailure(f"{self.describe()}: the answer is not JSON", "error", retries) from None
             return (*self._parse(data), retries)
+
+    async def _fit_local(self, body: dict) -> dict:
+        """The request cut to the local model's small context, counted by its own tokenizer:
+        its answer's max tokens capped to a quarter of the context, and, when the prompt is
+        still too long, the fenced conversation's head dropped (the latest state kept; the
+        instructions kept whole). A request it cannot fit goes as it is (the upstream's error
+        is then a failure like any other)."""
+        n_ctx = self.settings.local_context_tokens
+        cap = n_ctx // 4
+        b = dict(body)
+        for k in ("max_tokens", "max_completion_tokens"):
+            if isinstance(b.get(k), int):
+                b[k] = min(b[k], cap)
+        if not any(isinstance(b.get(k), int) for k in ("max_tokens", "max_completion_tokens")):
+            b["max_tokens"] = cap
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        text = "\n".join(_text_of(m.get("content")) for m in b.get("messages", []) if isinstance(m, dict))
+        try:
+            r = await self.client.post(f"{root}/tokenize", json={"content": text})
+            total = len(r.json()["tokens"])
+        except Exception:          # noqa: BLE001 - counting is best effort: the request goes as it is
+            return b
+        over = total + cap + 32 - n_ctx
+        if over <= 0:
+            return b
+        msgs = [dict(m) if isinstance(m, dict) else m for m in b.get("messages", [])]
+        for m in reversed(msgs):
+            content = _text_of(m.get("content")) if isinstance(m, dict) else ""
+            match = _CONVERSATION_RE.search(content)
+            if not match:
+                continue
+            inner = match.group(1)
+            try:
+                r = await self.client.post(f"{root}/tokenize", json={"content": inner})
+                toks = r.json()["tokens"]
+                keep = max(64, len(toks) - over)
+                r = await self.client.post(f"{root}/detokenize", json={"tokens": toks[-keep:]})
+                tail = r.json()["content"]
+            except Exception:      # noqa: BLE001
+                return b
+            m["content"] = content[:match.start(1)] + tail + content[match.end(1):]
+            b["messages"] = msgs
+            return b
+        return b
 
     def _parse(self, data) -> tuple:
         if not isinstance(data, dict):

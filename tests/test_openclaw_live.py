@@ -232,3 +232,55 @@ def test_openclaw_compacts_through_serve_and_stores_what_it_answers(tmp_path, mo
     doc = json.loads(guard(home, where, "--check", "--all", "--format", "json").stdout)
     last = next(r for r in doc["results"] if r["id"] == stored[-1]["id"])
     assert last["failures"] in ([], ["truncation_marker"]), last
+
+
+def test_openclaw_compacts_through_serve_to_the_local_model_in_safeguard_mode(tmp_path):
+    """The real small model (SmolLM2-135M, offline, scripts/setup.sh installs it) as the upstream
+    of serve, failing on its own: OpenClaw's safeguard compaction still completes, its audit
+    accepts the guard's answer, and the compaction is stored."""
+    from test_local_model import _available
+    if not _available():
+        pytest.fail("the local model is not installed (scripts/setup.sh test)") if os.environ.get("CI") else \
+            pytest.skip("the local model is not installed (scripts/setup.sh test)")
+    import urllib.request
+    where = require()
+    home = tmp_path / "user"
+    state = home / ".openclaw"
+    state.mkdir(parents=True)
+    with ScriptedOpenAI([GOOD]) as model:
+        gport, sport = free_port(), free_port()
+        cfg = _config(model.port, gport, home / "workspace")
+        cfg["agents"]["defaults"]["compaction"] = {"mode": "safeguard", "model": "guard/smollm2", "keepRecentTokens": 300}
+        cfg["models"]["providers"]["guard"] = {
+            "baseUrl": f"http://127.0.0.1:{sport}/v1", "apiKey": "unused", "api": "openai-completions",
+            "models": [{"id": "smollm2", "name": "SmolLM2 via compaction-guard", "reasoning": False, "input": ["text"],
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 8192, "maxTokens": 1024}]}
+        (state / "openclaw.json").write_text(json.dumps(cfg, indent=2))
+        srv = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--provider", "local", "--port",
+                                str(sport), "--set", "breaker_threshold=1000"], stdout=open(tmp_path / "serve.log", "w"),
+                               stderr=subprocess.STDOUT, env=env_for(home, where), start_new_session=True)
+        gw = None
+        try:
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{sport}/healthz", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            gw = Gateway(where, home, gport, tmp_path / "gateway.log")
+            assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
+            for m in TURNS + ["Also, the database host is db-7.internal:5432 and it must stay read-only.",
+                              "Now check replication lag on db-7 and tell me the number."]:
+                r = openclaw(where, home, "agent", "--session-key", KEY, "--message", m, timeout=180)
+                assert r.returncode == 0, r.stdout + r.stderr
+            r = openclaw(where, home, "sessions", "compact", KEY, timeout=300)
+        finally:
+            if gw is not None:
+                gw.stop()
+            os.killpg(srv.pid, signal.SIGTERM)
+            srv.wait(timeout=30)
+    log = (tmp_path / "serve.log").read_text()
+    answered = [line for line in log.splitlines() if " answered at L" in line]
+    assert r.returncode == 0 and "Compacted session" in r.stdout, (r.stdout + r.stderr, log[-3000:])
+    assert answered and "failed quality checks" not in gw.text(), log[-3000:]
