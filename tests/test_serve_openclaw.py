@@ -182,3 +182,20 @@ def test_an_answer_that_hands_back_the_previous_summary_is_stale_in_either_shape
         text, _, headers, raw = _post(run.url, _with_previous(body, shape))
     why = headers.get("x-compaction-guard-failures") or raw.split("failures=", 1)[1].split()[0]
     assert "stale" in why.split(",") and text != PREVIOUS
+
+
+def test_l2_asks_for_room_enough_for_the_structure_and_names_it(home):
+    """On a split turn's short prefix L2 asked for 32 tokens and "at most 16", less than the
+    headings alone: now its budget leaves room for the structure, and it says the headings."""
+    (body,) = [q["body"] for q in recorded("requests-safeguard.jsonl") if "## Original Request" in _user_text(q["body"])][:1]
+    from compaction_guard.serve import read_request
+    room = contract.minimum_tokens(read_request("openai", body).contract)
+    with FakeLLM([ok(EMPTY_FLUENT)]) as fake, Running(home, upstream(fake)) as run:
+        _post(run.url, body)
+        l1, l2 = (q["body"] for q in fake.requests[:2])
+    asked = l2.get("max_completion_tokens") or l2.get("max_tokens")
+    assert asked >= room > 48, (asked, room)
+    system = l2["messages"][0]["content"]
+    assert "## Original Request; ## Early Progress; ## Context for Suffix" in system
+    import re
+    assert int(re.search(r"at most (\d+) tokens", system).group(1)) >= room
