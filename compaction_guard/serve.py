@@ -225,6 +225,9 @@ class Upstream:
         self._key = choice.api_key(env)
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(choice.timeout, connect=min(10.0, choice.timeout)),
                                         limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
+        # the local model's server answers one request at a time (one slot): the others wait
+        # their turn (within their deadline) instead of being refused
+        self._one_at_a_time = asyncio.Semaphore(1) if self.local is not None else None
 
     def describe(self) -> str:
         return f"{self.choice.provider} {self.model or '(the client’s model)'} at {self.base_url}"
@@ -243,8 +246,13 @@ class Upstream:
         import httpx
         body = dict(body, stream=False)
         body.pop("stream_options", None)         # only with streaming (the guard reads the whole answer)
-        if self.local is not None:
-            body = await self._fit_local(body)
+        if self._one_at_a_time is not None:
+            async with self._one_at_a_time:
+                return await self._call(await self._fit_local(body))
+        return await self._call(body)
+
+    async def _call(self, body: dict) -> tuple:
+        import httpx
         if self.model:
             body["model"] = self.model
         if self.proto == "anthropic":
@@ -547,8 +555,11 @@ class Proxy:
             await asyncio.to_thread(record)
         except GuardError as exc:
             self.log(f"the state could not be written ({exc})")   # the client still gets its summary
-        tried = "; ".join(f"L{a.level} {','.join(a.failures) or ('skipped' if a.skipped else 'ok')}"
-                          for a in out.attempts)
+        def said(a) -> str:
+            kinds = ",".join(a.failures) or ("skipped" if a.skipped else "ok")
+            http = re.search(r"HTTP (\d{3})", a.reasons.get("error", "")) if "error" in a.failures else None
+            return f"L{a.level} {kinds}" + (f" (HTTP {http.group(1)})" if http else "")
+        tried = "; ".join(said(a) for a in out.attempts)
         upstream = sum(a.seconds for a in out.attempts if a.level < 3)
         self.log(f"{'observed' if self.observe else 'answered'} at L{out.level} ({tried}) in {out.seconds:.2f} s, "
                  f"{upstream:.2f} s upstream; {out.input_tokens:,} -> {out.output_tokens:,} tokens, "
