@@ -159,6 +159,34 @@ def _record(out: Path, db: Path, requests: list) -> None:
             fh.write(json.dumps(q, ensure_ascii=False) + "\n")
 
 
+def _route_compaction(cfg: dict, mode: str, port: int, model_id: str, name: str, context: int, max_tokens: int) -> None:
+    """Only compaction through the guard on `port` (agents.defaults.compaction.model), as the README says."""
+    cfg["agents"]["defaults"]["compaction"] = {"mode": mode, "model": f"guard/{model_id}", "keepRecentTokens": 300}
+    cfg["models"]["providers"]["guard"] = {
+        "baseUrl": f"http://127.0.0.1:{port}/v1", "apiKey": "unused", "api": "openai-completions",
+        "models": [{"id": model_id, "name": name, "reasoning": False, "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": context, "maxTokens": max_tokens}]}
+
+
+def _user_home(tmp_path):
+    """(a user's home, its OpenClaw state directory)."""
+    home = tmp_path / "user"
+    (home / ".openclaw").mkdir(parents=True)
+    return home, home / ".openclaw"
+
+
+def _wait_healthz(port: int, seconds: float) -> None:
+    import urllib.request
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.2)
+
+
 def _serve(home, where, upstream_url: str, port: int, log):
     """`compaction-guard serve` in front of the scripted model, as a process on 127.0.0.1."""
     env = env_for(home, where, GUARD_PROVIDER="openai", GUARD_BASE_URL=upstream_url, GUARD_MODEL="scripted",
@@ -174,30 +202,17 @@ def test_openclaw_compacts_through_serve_and_stores_what_it_answers(tmp_path, mo
     answering every compaction request with a loop: the guard escalates to L3, its L3 has the
     structure OpenClaw asked for, OpenClaw's audit (safeguard) accepts it, and OpenClaw stores
     the compaction, written from the guard's answer."""
-    import urllib.request
     where = require()
-    home = tmp_path / "user"
-    state = home / ".openclaw"
-    state.mkdir(parents=True)
+    home, state = _user_home(tmp_path)
     with ScriptedOpenAI([LOOP]) as model:
         gport, sport = free_port(), free_port()
         cfg = _config(model.port, gport, home / "workspace")
-        cfg["agents"]["defaults"]["compaction"] = {"mode": mode, "model": "guard/compactor", "keepRecentTokens": 300}
-        cfg["models"]["providers"]["guard"] = {
-            "baseUrl": f"http://127.0.0.1:{sport}/v1", "apiKey": "unused", "api": "openai-completions",
-            "models": [{"id": "compactor", "name": "compaction-guard", "reasoning": False, "input": ["text"],
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                        "contextWindow": 32000, "maxTokens": 2048}]}
+        _route_compaction(cfg, mode, sport, "compactor", "compaction-guard", 32000, 2048)
         (state / "openclaw.json").write_text(json.dumps(cfg, indent=2))
         srv = _serve(home, where, model.url, sport, tmp_path / "serve.log")
         gw = None
         try:
-            for _ in range(100):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{sport}/healthz", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.2)
+            _wait_healthz(sport, 20)
             gw = Gateway(where, home, gport, tmp_path / "gateway.log")
             assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
             for m in TURNS + ["Also check db-7 replication lag.", "Then tell me the lag in seconds."]:
@@ -242,32 +257,19 @@ def test_openclaw_compacts_through_serve_to_the_local_model_in_safeguard_mode(tm
     if not _available():
         pytest.fail("the local model is not installed (scripts/setup.sh test)") if os.environ.get("CI") else \
             pytest.skip("the local model is not installed (scripts/setup.sh test)")
-    import urllib.request
     where = require()
-    home = tmp_path / "user"
-    state = home / ".openclaw"
-    state.mkdir(parents=True)
+    home, state = _user_home(tmp_path)
     with ScriptedOpenAI([GOOD]) as model:
         gport, sport = free_port(), free_port()
         cfg = _config(model.port, gport, home / "workspace")
-        cfg["agents"]["defaults"]["compaction"] = {"mode": "safeguard", "model": "guard/smollm2", "keepRecentTokens": 300}
-        cfg["models"]["providers"]["guard"] = {
-            "baseUrl": f"http://127.0.0.1:{sport}/v1", "apiKey": "unused", "api": "openai-completions",
-            "models": [{"id": "smollm2", "name": "SmolLM2 via compaction-guard", "reasoning": False, "input": ["text"],
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                        "contextWindow": 8192, "maxTokens": 1024}]}
+        _route_compaction(cfg, "safeguard", sport, "smollm2", "SmolLM2 via compaction-guard", 8192, 1024)
         (state / "openclaw.json").write_text(json.dumps(cfg, indent=2))
         srv = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--provider", "local", "--port",
                                 str(sport), "--set", "breaker_threshold=1000"], stdout=open(tmp_path / "serve.log", "w"),
                                stderr=subprocess.STDOUT, env=env_for(home, where), start_new_session=True)
         gw = None
         try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{sport}/healthz", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.2)
+            _wait_healthz(sport, 60)
             gw = Gateway(where, home, gport, tmp_path / "gateway.log")
             assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
             for m in TURNS + ["Also, the database host is db-7.internal:5432 and it must stay read-only.",
