@@ -34,6 +34,27 @@ class Settings:
     # prompt's format echoed, not filled in).
     empty_min_placeholders: int = 3
     empty_placeholder_share: float = 0.5
+    # Information left after the structure (detectors/empty.py, information_left): a summary
+    # whose distinct content words and identifiers number at most this many carries nothing.
+    empty_info_max_units: int = 3
+    # ... a failure over a history this large or of unknown size; over a smaller one a warning.
+    empty_info_min_input_tokens: int = 200
+    # ... unless it says more than one thing and no more than this share of its words are the
+    # template's (the request's words, the compactors' own, negations): a short summary of the work.
+    empty_info_min_template_share: float = 0.5
+    # A text that restates the request (the prompt's instructions echoed, a meta-statement about
+    # the conversation and its summary): at least this share of its words are the template's,
+    # and it carries at most empty_info_echo_max_units content words and identifiers besides.
+    empty_info_echo_min_template_share: float = 0.75
+    empty_info_echo_max_units: int = 10
+    # With the history's text known, a short summary none of whose content words occurs in it
+    # carries nothing of it; judged only when that text is at least this share of the tokens
+    # the store says were condensed (a window that shows a fraction of the history cannot say).
+    empty_info_min_seen_share: float = 0.5
+    # ... and text made mostly of the template's words (at least empty_info_min_template_share)
+    # of whose other content words and identifiers at most this share occurs in the history
+    # is about the conversation or the request, not about what the history holds.
+    empty_info_max_history_share: float = 0.34
 
     # --- inflation -------------------------------------------------------------
     # Seed: summary tokens above input tokens. Ratio of output to input tokens.
@@ -73,6 +94,18 @@ class Settings:
     # U+FFFD replacement characters (bytes lost in decoding) that make a summary garbled
     # (unless the input has them too: then they were quoted).
     garbled_min_replacement_chars: int = 1
+    # Text that is no language (keyboard mash), judged where another check would name a
+    # language or a subject (drift, ungrounded, information-free): of its first
+    # garbled_nonword_max_words words of 3+ letters (at least garbled_nonword_min_words), a
+    # share of words in no word list (its language's, English's, the input's) whose lower
+    # bound is at least garbled_nonword_min_share, and letters fastText gives no language
+    # above garbled_nonword_max_language_probability; or a run of garbled_nonword_min_run such
+    # words in a row whose letters read as no language either (mash after real text).
+    garbled_nonword_max_words: int = 256
+    garbled_nonword_min_words: int = 8
+    garbled_nonword_min_share: float = 0.5
+    garbled_nonword_max_language_probability: float = 0.4
+    garbled_nonword_min_run: int = 10
     # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
     mojibake_min_sequences: int = 3
     # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).

@@ -940,3 +940,79 @@ def test_figures_a_summary_computes_from_its_history_are_not_invented():
     bad = validate("Week: +1.7% over 5 trades; broker latency 533 ms, then 558 ms and 612 ms at the close.",
                    input=hist)
     assert any(w.startswith("invented_identifiers") and "533 ms" in w for w in bad.warnings), bad.warnings
+
+
+# ---------------------------------------------------------------- issue #25: saying nothing
+PUBLISHED = [json.loads(json.dumps(r)) for r in __import__("yaml").safe_load(
+    (Path(__file__).parent / "corpus" / "real" / "published_empty.yaml").read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("record", PUBLISHED, ids=[r["id"] for r in PUBLISHED])
+def test_every_published_information_free_summary_fails_and_says_what_it_carries(record):
+    r = validate(record["text"], input_tokens=record.get("tokens_before"))
+    assert "empty" in r.failures
+    # the reason says what it carries: its text, or what (little) is left of it
+    assert any(w in r.reasons["empty"] for w in ("says", "informative characters", "placeholder", "skeleton"))
+
+
+@pytest.mark.parametrize("text", [
+    "## Goal\n(none)\n\n## Constraints & Preferences\n- (none)\n\n## Progress\n### Done\n- (none)\n\n## Next Steps\n"
+    "1. Wait for the user's first request",
+    "Keine Aufgabe bisher.\n\n## Entscheidungen\nKeine.\n\n## Offene Punkte\nKeine.",
+    "## Цель\n(нет)\n\n## Ограничения\n- (нет)\n\n## Прогресс\n- ничего",
+    "The conversation was empty; there was nothing to summarize.",
+    "## Summary\n\n```",
+])
+def test_a_summary_of_nothing_in_any_wording_is_empty_over_a_large_history(text):
+    r = validate(text, input_tokens=30000)
+    assert r.failures == ["empty"], r.reasons
+    assert "re-run compaction" in r.reasons["empty"]
+
+
+@pytest.mark.parametrize("text", [
+    "Nothing changed since the last summary: deploy still blocked on ticket OPS-12",
+    "## Session 1\n- Set up the repo and CI.\n## Session 2\n- Added the parser and 40 tests.",
+    "- **File:** a.py — fixed\n- **File:** b.py — fixed",
+    "## Goal\nMigrate billing from PayPal to Stripe.\n\n## Blocked\n- (none)\n\n## Next Steps\n1. Rerun the 3 failed "
+    "webhooks for expired cards",
+    "Es un error en el espacio de almacenamiento.",
+])
+def test_a_legitimately_brief_summary_is_not_empty(text):
+    assert "empty" not in validate(text, input_tokens=30000).failures
+
+
+def test_information_free_over_a_tiny_history_is_a_warning():
+    r = validate("User greeted me; no task yet.", input_tokens=40)
+    assert r.valid and any("information-free" in w for w in r.warnings)
+
+
+def test_the_request_s_headings_are_the_template_s_words():
+    from compaction_guard.detectors import detect_all
+    from compaction_guard.contract import Contract
+    text = "Velocity notes: not recorded this sprint. Runway figures: not recorded either."
+    plain = [f.kind for f in detect_all(text, DEFAULT, output_tokens=20, input_tokens=30000) if f.failure]
+    asked = [f.kind for f in detect_all(text, DEFAULT, output_tokens=20, input_tokens=30000,
+                                        required=Contract(sections=("Velocity Notes", "Runway Figures")))
+             if f.failure]
+    assert "empty" not in plain and "empty" in asked
+
+
+def test_a_meta_statement_about_the_conversation_shares_nothing_of_the_history():
+    history = ("user: the nightly build fails on the signing step since the certificate expired\n"
+               "assistant: renewed it through the Apple portal and re-ran the pipeline: green\n") * 40
+    r = validate("The user asked for a summary of the chat and wants the assistant to keep helping.", input=history)
+    assert r.failures == ["empty"] and "none of" not in r.reasons["empty"] or "nowhere" in r.reasons["empty"]
+    # a short summary carried forward from the previous one is not "about nothing"
+    r = validate("Still blocked on OPS-12 (certificate renewal).", input="user: any news?\nassistant: not yet\n" * 80,
+                 previous="Deploy blocked on OPS-12 (certificate renewal).")
+    assert "empty" not in r.failures and "ungrounded" not in r.failures
+
+
+def test_keyboard_mash_is_garbled_not_another_language():
+    mash = ("hjhklllljklllk dsfsaadsdghgdf fdgfhjkll jghfghklll opppppppopiy jhfgfdfd saasdaadfsd lklljkj gjgfghgfsdf "
+            "lkhkll iuoppppip pppipiyuo tuyuopp iopp jklllljkh bczcv ljhjkllkljkl terweq aasaaasadf")
+    r = validate(mash, input=ENGLISH * 20)
+    assert r.failures == ["garbled"] and "no language" in r.reasons["garbled"]
+    # a small model's pseudo-Polish reads as Polish: not noise (grounding judges it)
+    assert "garbled" not in validate("Wyświetlnie wybrókowi wzgledniąc wzgledomyście wzgledniąc wybrókowi "
+                                     "ustalowana wspóelowa Sinacek to to ustalowana", input=ENGLISH * 20).failures

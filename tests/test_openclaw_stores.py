@@ -307,8 +307,8 @@ def test_staleness_in_bounded_memory_rereads_forgotten_conversations(home):
     b = LcmBuilder(home / "lcm.db")
     convs = [b.conversation(f"s{i}") for i in range(4)]
     texts = [GOOD_A, GOOD_B, GOOD_C, HISTORY[0] + " " + HISTORY[1]]
-    for c, t in zip(convs, texts):
-        b.summary(c, t, messages=b.messages(c, HISTORY[:6]))
+    for c, t in zip(convs, texts):      # each history holds what its summary says
+        b.summary(c, t, messages=b.messages(c, HISTORY[:5] + [t]))
     b.summary(convs[0], GOOD_A + "\n", messages=b.messages(convs[0], HISTORY[6:12]), sid="sum_0000000000000a02")
     b.close()
     rep = operations.check(home, settings=D.with_overrides(max_stale_keys=2), save=False)

@@ -32,12 +32,32 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     allowance = minimum_tokens(required) if required is not None else 0
     sized = input_tokens + allowance if input_tokens else input_tokens
     return inflation.context(context[0], context[1], settings) + _detect_text(
-        content, settings, output_tokens, sized, allow_own_l3, input_text, measures, background, previous) \
+        content, settings, output_tokens, sized, allow_own_l3, input_text, measures, background, previous, required) \
         + contract.detect(content, required)
 
 
+def _request_words(required) -> frozenset:
+    """The word units of the headings a request asked for: the template's own words."""
+    if required is None or not required.sections:
+        return frozenset()
+    return frozenset(u for h in required.sections for u in overlap.units(h))
+
+
 def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
-                 previous) -> list:
+                 previous, required=None) -> list:
+    findings = _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures,
+                             background, previous, required)
+    named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")]
+    if named and not any(f.failure and f.kind == "garbled" for f in findings):
+        # text that is no language is garbled first: its "language" and "subject" are noise
+        noise = garbled.no_language(content, settings, input_text)
+        if noise:
+            findings = [f for f in findings if f not in named] + noise
+    return findings
+
+
+def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
+                  previous, required=None) -> list:
     findings = empty.detect(content, settings, input_tokens, input_text)
     cut = []
 
@@ -56,6 +76,9 @@ def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, i
     if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):
         # the prompt's template echoed with its placeholders (noise and loops say more)
         findings += empty.unfilled_template(content, settings, input_text)
+    if not any(f.failure for f in findings):
+        # well formed and carrying nothing (loops, noise and markers say more)
+        findings += empty.information_free(content, settings, input_tokens, _request_words(required))
     if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends
@@ -79,6 +102,10 @@ def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, i
             return findings
         sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
         findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
+        if same and not any(f.failure for f in findings):
+            # a few words, none of them the history's (grounding judges longer text)
+            findings += empty.none_of_the_history(content, settings, view, input_tokens, _request_words(required),
+                                                  previous)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
         findings += transcript.detect(content, settings, input_text)
     return findings

@@ -9,11 +9,14 @@ reasoning.strip_reasoning, which the LLM client shares.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
+from ..tokens import estimate_tokens
 from ..reasoning import strip_reasoning
-from ..tokens import CJK_CLASS
+from ..tokens import CJK_CLASS, pieces
+from .overlap import units
 
 # ---------------------------------------------------------------------------
 # Placeholders: text a compactor stores when it had no summary.
@@ -303,3 +306,256 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
             findings.append(Finding("empty", f"OpenClaw's empty skeleton ('No prior history.' / 'None captured.') stored over "
                                     f"{size}; the summarizer got no messages, re-run compaction"))
     return findings
+
+
+# ---------------------------------------------------------------------------
+# Information left after the structure: a summary well formed and carrying nothing.
+# ---------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _words_that_carry_nothing() -> frozenset:
+    """The units no summary's information is in (bytes, CJK pairs as str): the words
+    compactors write themselves (data/compaction_vocabulary.txt: their prompts' headings and
+    instructions, their fallback texts, read from the real texts) and the words that say there
+    is nothing (data/nothing_words.txt, in the 32 languages the guard is tested on)."""
+    return _vocabulary()[0]
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> tuple:
+    """(the units that carry nothing, the units both the template and work text use: the
+    vocabulary's `~` lines, which weigh nothing either way)."""
+    from importlib.resources import files
+    out, shared = set(), set()
+    for name in ("compaction_vocabulary.txt", "nothing_words.txt"):
+        text = files("compaction_guard").joinpath(f"data/{name}").read_text(encoding="utf-8")
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("~"):
+                shared.update(units(line[1:]))
+                continue
+            words = line.split()[1:] if name == "nothing_words.txt" else line.split()
+            for w in words:
+                for u in units(w):
+                    out.add(u)
+                    out.add(_stem(u))
+    return frozenset(out), frozenset(shared - out)
+
+
+@lru_cache(maxsize=1)
+def template_units() -> frozenset:
+    """The compactors' own words and the words of "nothing" (data/compaction_vocabulary.txt,
+    data/nothing_words.txt) as word units: no specific content of any history (grounding
+    leaves them out of what a summary shares with its history)."""
+    return _words_that_carry_nothing()
+
+
+_SUFFIXES = (b"ing", b"ed", b"es", b"s", b"d")
+
+
+def _stem(u):
+    """An English word's stem, crudely (`references`, `continued` -> `referenc`, `continu`): the
+    compactors' words are English, and a model writes them inflected otherwise."""
+    if isinstance(u, bytes) and len(u) > 4 and u.isalpha():
+        for suf in _SUFFIXES:
+            if u.endswith(suf):
+                return u[:-len(suf)].rstrip(b"e")
+        return u.rstrip(b"e")
+    return u
+
+
+def information_left(text: str, settings, extra: frozenset = frozenset(), enough: Optional[int] = None) -> tuple:
+    """(content words, identifiers, count, template words): what `text` says once its structure
+    is taken away. Its markup (headings' and lists' marks, labels' colons, fences, brackets) is
+    punctuation, which the guard's word units drop; every unit among the most frequent words of
+    a language (data/common_words.txt), shorter than 3 bytes or a digit run (a count names
+    nothing) is left out too. Of the rest, a word compactors write themselves or a word saying
+    there is nothing (above; `extra`: the words of the request, when known) is a template
+    word; what remains is the distinct content words, and the identifiers (identifiers.scan:
+    paths, ids, versions, figures with units; and dates and times). `count` weighs content
+    words and identifiers together; counting stops once it reaches `enough`."""
+    from .grounding import common_units
+    from .identifiers import scan
+    common = common_units() | _vocabulary()[1]
+    nothing = _words_that_carry_nothing()
+    enough = enough or (settings.empty_info_max_units + 1)
+    words, template = [], set()
+    weight = 0
+    seen = set()
+    labels = _label_units(text)
+    for _, piece in pieces(text):
+        for u in units(piece):
+            if u in seen or u in common or (isinstance(u, bytes) and len(u) < 3):
+                continue
+            seen.add(u)
+            if u in nothing or u in extra or u in labels or _stem(u) in nothing:
+                template.add(u)
+                continue
+            word = u.decode("utf-8", "replace") if isinstance(u, bytes) else u
+            words.append(word)
+            # a script written without spaces (Thai, Lao, Khmer, Myanmar) makes a phrase one
+            # unit: it counts as a word per _CHARS_PER_WORD characters
+            weight += max(1, len(word) // _CHARS_PER_WORD)
+        if weight >= enough:
+            break
+    idents = []
+    if weight < enough:
+        found = [i for i, _ in scan(text)] + _DATE_RE.findall(text)
+        for ident in found:
+            parts = units(ident)
+            # an identifier made of the template's words ("Constraints/Rules") names nothing
+            if ident not in idents and not (parts and all(u in nothing or u in extra for u in parts)):
+                idents.append(ident)
+                if weight + len(idents) >= enough:
+                    break
+    return words, idents, weight + len(idents), len(template)
+
+
+# A heading, a bold label or a field label ("Goal:") alone on its line, of at most _LABEL_WORDS
+# words and no digit: the template's structure, in whatever language it is written ("## Offene
+# Punkte", "**Цель**:"); a longer one ("## Migrate billing to Stripe"), one with a figure or an
+# id ("SUP-38920:", "# 1. 2017-05-01 ...") or a label before its value ("Sprint board: 12
+# done") says something.
+_LABEL_RE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+|\d+[.)][ \t]+)?(?:#{1,6}[ \t]+([^\n]{1,60}?)[ \t]*#*"
+                       r"|\*\*([^*\n]{1,60})\*\*[ \t]*:?|([^\W\d_][^:\n]{0,40}?)[ \t]*:)[ \t]*$", re.M)
+_DIGIT_RE = re.compile(r"\d")
+_LABEL_WORDS = 3
+
+
+# the name of a markup tag (`<conversation>`, `</summary>`, `<answer-date>`): structure
+_TAG_NAME_RE = re.compile(r"</?([A-Za-z][\w:.-]{0,40})(?:\s[^<>\n]{0,200})?/?>")
+
+
+def _label_units(text: str) -> frozenset:
+    out = set()
+    if "<" in text:
+        for m in _TAG_NAME_RE.finditer(text):
+            out.update(units(m.group(1)))
+    for m in _LABEL_RE.finditer(text):
+        label = m.group(1) or m.group(2) or m.group(3)
+        if label and len(label.split()) <= _LABEL_WORDS and not _DIGIT_RE.search(label):
+            out.update(units(label))
+    return frozenset(out)
+
+
+# a date or a time of day (names a moment of the history), a bare file name (`a.py`,
+# `config.yaml`; not `e.g.`), a snake_case or camelCase name (`updated_at`, `authMiddleware`):
+# identifiers.scan wants a path or a longer name
+_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{1,2}:\d{2}(?::\d{2})?\b"
+                      r"|(?<![\w.])[\w-]+\.[A-Za-z][A-Za-z0-9]{1,5}(?![\w.])"
+                      r"|\b[A-Za-z][a-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
+
+
+_CHARS_PER_WORD = 12
+_FENCE_OPEN_RE = re.compile(r"^\s*(```|~~~)", re.M)
+
+
+def information_free(content: str, settings, input_tokens: Optional[int] = None, extra: frozenset = frozenset()) -> list:
+    """`empty` for a summary that carries nothing once its structure is taken away (see
+    information_left): a template whose every section says "none" in its own words, a sentence
+    that the conversation was empty or that no task was given, a summary about summarizing, a
+    heading or an opened fence and then nothing, wrappers nested around a line of bookkeeping,
+    a fallback worded as a sentence with message counts. Over a history under
+    empty_info_min_input_tokens it is a warning (a greeting summarized as a greeting)."""
+    content = strip_reasoning(content).text       # reasoning before the summary is not the summary
+    words, idents, n, template = information_left(content, settings, extra,
+                                                  enough=max(settings.empty_info_max_units,
+                                                             settings.empty_info_echo_max_units) + 1)
+    share = template / (template + n) if template + n else 1.0
+    # a few words of the work ("Es un error en el espacio de almacenamiento", "Set up the repo
+    # and CI. Added the parser and 40 tests.") are a short summary; the same few among more of
+    # the request's words and of "nothing" are text about the conversation, the summary or the
+    # summarizer; a text made mostly of the request's words restates it
+    if not (n <= 1 or (n <= settings.empty_info_max_units and share > settings.empty_info_min_template_share)
+            or (n <= settings.empty_info_echo_max_units and share >= settings.empty_info_echo_min_template_share)):
+        return []
+    said = [repr(w) for w in words[:6]] + [repr(i) for i in idents[:3]]
+    what = f"says only {', '.join(said)}" if said else "says nothing at all"
+    shape = _shape(content)
+    figures = {"content_words": len(words), "identifiers": len(idents), "template_share": round(share, 3)}
+    if input_tokens is not None and input_tokens < settings.empty_info_min_input_tokens:
+        return [Finding("empty_info", f"information-free ({shape}{what}) over a {input_tokens}-token history: "
+                        "fine if the history held nothing more", failure=False, figures=figures)]
+    size = f"{input_tokens} tokens of history" if input_tokens is not None else "a history of unknown size"
+    return [Finding("empty", f"information-free: once its headings, labels, negations and the words compactors "
+                    f"write themselves are taken away, it {what} ({shape}{len(words)} content words, {len(idents)} "
+                    f"identifiers) over {size}; the summarizer was given no conversation or wrote about the request "
+                    "instead of it, re-run compaction", figures=figures)]
+
+
+_NEST_RE = re.compile(r"^(\s*)(?:[-*+]\s+)?([^\n]{3,60}?:)\s*$", re.M)
+
+
+def _shape(content: str) -> str:
+    """What the text's structure is, for the reason: nested wrappers (the same label line at
+    growing indentation), a fence opened and never closed, or nothing to say."""
+    labels = {}
+    for m in _NEST_RE.finditer(content):
+        labels.setdefault(m.group(2).strip().lower(), set()).add(len(m.group(1)))
+    depth = max((len(v) for v in labels.values()), default=0)
+    if depth >= 3:
+        return f"a wrapper nested {depth} deep, "
+    fences = len(_FENCE_OPEN_RE.findall(content))
+    if fences % 2 == 1:
+        return "a code fence opened and never closed, "
+    return ""
+
+
+def none_of_the_history(content: str, settings, view, input_tokens: Optional[int] = None,
+                        extra: frozenset = frozenset(), previous: Optional[str] = None) -> list:
+    """A summary that carries nothing of the history it stands for (the history's text known,
+    of the summary's language: the caller checks). Once its structure, the compactors' words
+    and the words of "nothing" are taken away (information_left):
+    - a few content words and identifiers (under ungrounded_min_units), none of which occurs in
+      the history: mostly the template's words, `empty` (text about the conversation or the
+      request); otherwise `ungrounded` (a few words about something else);
+    - or text mostly of the template's words (more than empty_info_min_template_share) of whose
+      other words at most empty_info_max_history_share occur in the history: `empty` (a
+      meta-statement: "The user's goal is to continue the conversation ...").
+    What the previous summary said is the history too ("still blocked on OPS-12" carried
+    forward). Judged only when the text seen is at least empty_info_min_seen_share of the
+    tokens the store says were condensed. Over a history under empty_info_min_input_tokens,
+    which may hold nothing more, a warning."""
+    from .identifiers import Finder
+    content = strip_reasoning(content).text
+    words, idents, n, template = information_left(content, settings, extra, enough=1 << 30)
+    if not n:
+        return []
+    share = template / (template + n)
+    short = n < settings.ungrounded_min_units
+    if not short and share <= settings.empty_info_min_template_share:
+        return []
+    have = view.unit_set
+    before = frozenset(units(previous)) if previous else frozenset()
+    allowed = 0 if short and share <= settings.empty_info_min_template_share \
+        else int(settings.empty_info_max_history_share * n)
+    found_in = Finder(view, settings.identifiers_max_searches)
+    found = 0
+    for w in words:
+        if any(u in have or u in before for u in units(w)):
+            found += 1
+            if found > allowed:
+                return []
+    for i in idents:
+        if found_in(i) or (previous and i in previous):
+            found += 1
+            if found > allowed:
+                return []
+    if input_tokens and estimate_tokens(view.text) < settings.empty_info_min_seen_share * input_tokens:
+        return []       # the text seen is a part of the history: what the rest held is unknown
+    said = ", ".join(repr(w) for w in (words[:6] + idents[:3]))
+    figures = {"content_words": len(words), "identifiers": len(idents), "template_share": round(share, 3),
+               "shared_with_history": found}
+    shared = "none of it occurs" if not found else f"only {found} of its {n} content words occur"
+    if input_tokens is not None and input_tokens < settings.empty_info_min_input_tokens:
+        return [Finding("empty_info", f"carries little of its {input_tokens}-token history ({said}: {shared} in "
+                        "it): fine if the history held nothing more", failure=False, figures=figures)]
+    size = f"{input_tokens}-token history" if input_tokens is not None else "history"
+    if share > settings.empty_info_min_template_share:
+        return [Finding("empty", f"carries nothing of the {size} it stands for: {share:.0%} of its words are headings, "
+                        f"labels, negations and the words compactors write themselves; of the rest ({said}) {shared} in "
+                        "the history: text about the conversation or the request, not a summary of it; the summarizer "
+                        "was given no conversation or wrote about the request instead, re-run compaction",
+                        figures=figures)]
+    return [Finding("ungrounded", f"none of its few content words ({said}) occurs in the {size} it stands for: it is "
+                    "about something else; re-run compaction", figures=figures)]

@@ -586,3 +586,61 @@ def _ftfy_fix(sample: str):
         return None
     fixed = ftfy.fix_encoding(sample)
     return fixed if fixed != sample else None
+
+
+def no_language(content: str, settings, input_text: Optional[str] = None) -> list:
+    """`garbled` for text that is no language: keyboard mash (`hjhklllljklllk dsfsaadsdghgdf`),
+    whole or after real text. Its words (lexicon.plain_words: 3+ letters, not names in code)
+    are looked up in the word lists of the language fastText reads in it, of English and of
+    the input (a word the history uses is a word); the text is no language when most of them
+    are in none (the share's lower bound, at the confidence ungrounded_confidence_z sets, at
+    least garbled_nonword_min_share) and fastText reads no language in its letters either
+    (at most garbled_nonword_max_language_probability: a small model's pseudo-Polish reads
+    as Polish, and is grounding's to judge). Or a run of garbled_nonword_min_run such words
+    in a row that reads as no language. Called where another check would name a language
+    or a subject: what the text is matters more. Languages with no word list (Chinese,
+    Japanese, Korean, Thai) are not judged here."""
+    import itertools
+    from . import lexicon
+    from .grounding import upper_bound
+    from .language import identify
+    from .overlap import InputView
+    words = list(itertools.islice(lexicon.plain_words(content), settings.garbled_nonword_max_words))
+    if len(words) < settings.garbled_nonword_min_words:
+        return []
+    lang, prob = identify(content)[:2]
+    filters = [f for f in (lexicon.lexicon(lang) if lang else None, lexicon.lexicon("en")) if f is not None]
+    if lang and lexicon.lexicon(lang) is None:
+        return []
+    have = InputView(input_text).unit_set if input_text else frozenset()
+    codes = [lang or "en", "en"]
+
+    def odd(w: str) -> bool:
+        return w.lower().encode("utf-8", "surrogatepass") not in have \
+            and not any(lexicon.normalize(w, x) in f for x, f in zip(codes, filters))
+    flags = [odd(w) for w in words]
+    unknown = sum(flags)
+    low = 1 - upper_bound(1 - unknown / len(words), len(words), settings.ungrounded_confidence_z)
+    shown = list(dict.fromkeys(w for w, o in zip(words, flags) if o))[:4]
+    figures = {"nonwords": unknown, "words": len(words), "nonword_share_low": round(low, 3), "language": lang,
+               "language_probability": round(prob, 3)}
+    if low >= settings.garbled_nonword_min_share and prob <= settings.garbled_nonword_max_language_probability:
+        return [Finding("garbled", f"no language: {unknown} of its {len(words)} words are in no word list (like "
+                        f"{', '.join(repr(w) for w in shown)}) and its letters read as no language (at best "
+                        f"{lang or 'none'}, {prob:.0%}): keyboard mash or noise, not a summary; re-run compaction",
+                        figures=figures)]
+    best = start = run = 0
+    for i, o in enumerate(flags):
+        run = run + 1 if o else 0
+        if run > best:
+            best, start = run, i - run + 1
+    if best >= settings.garbled_nonword_min_run:
+        region = " ".join(words[start:start + best])
+        rlang, rprob = identify(region)[:2]
+        if rprob <= settings.garbled_nonword_max_language_probability:
+            figures.update(nonword_run=best, run_language=rlang, run_language_probability=round(rprob, 3))
+            return [Finding("garbled", f"no language in part of it: {best} words in a row are in no word list (like "
+                            f"{', '.join(repr(w) for w in words[start:start + 4])}) and read as no language (at best "
+                            f"{rlang or 'none'}, {rprob:.0%}): keyboard mash or noise; re-run compaction",
+                            figures=figures)]
+    return []

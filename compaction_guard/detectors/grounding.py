@@ -115,7 +115,8 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     `middleware`), and the better support is kept: a prose summary of code says "middleware".
     The summary's own camelCase names stay whole: a junk `libSessions` is not grounded by a
     `lib/` in the input."""
-    common = common_units()
+    from .empty import template_units
+    common = common_units() | template_units()
     found, n_units, shown, pairs, t_found, t_n = _content_share(mine, view.unit_set, common)
     idents = set((summary_view or InputView(content)).identifiers(ids.scan))
     in_input = ids.Finder(view, searches)

@@ -259,30 +259,34 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
     # ---------------------------------------------------------------- good
     for g in goods:
         c, gid, lang = g["content"], g["id"], g["lang"]
-        add(id=f"good/{gid}", label="good", form="good", mechanism=g["style"], content=c, lang=lang)
+        # `input_tokens`: the size of the history the summary is of, where that is what makes it good
+        size = g.get("input_tokens")
+        add(id=f"good/{gid}", label="good", form="good", mechanism=g["style"], content=c, lang=lang, input_tokens=size)
         add(id=f"good/{gid}+input", label="good", form="good", mechanism=g["style"], content=c,
             input_text=transcript_for(c, rng), lang=lang)
         other = rng.choice(goods)["content"]
         add(id=f"good/{gid}+previous", label="good", form="good", mechanism="has-previous", content=c,
             previous=other if other != c else "", input_text=transcript_for(c, rng), lang=lang)
         add(id=f"good/{gid}+footer", label="good", form="good", mechanism="expand-footer",
-            content=c + "\n[Expand for details about: " + ", ".join(s[:30] for s in sentences(c)[:3]) + "]", lang=lang)
+            content=c + "\n[Expand for details about: " + ", ".join(s[:30] for s in sentences(c)[:3]) + "]", lang=lang,
+            input_tokens=size)
         peers = [x for x in by_lang.get(lang, []) if x["id"] != gid] or goods
         p = rng.choice(peers)
         combo = c + "\n\n" + p["content"]
         add(id=f"good/{gid}+{p['id']}", label="good", form="good", mechanism="combined", content=combo,
             input_text=transcript_for(combo, rng, 2), lang=lang)
         add(id=f"good/{gid}+think", label="good", form="good", mechanism="closed-reasoning-then-summary",
-            content="<think>\n" + reasoning_text(c, rng) + "\n</think>\n\n" + c, lang=lang)
+            content="<think>\n" + reasoning_text(c, rng) + "\n</think>\n\n" + c, lang=lang, input_tokens=size)
         # re-wrapping keeps prose good; it would turn code, tables and logs (one line per
         # attempt) into something they are not
         if g["style"] not in ("code-block", "json-summary", "yaml-summary", "table-repeated-cells", "retry-log") \
                 and lang not in ("zh", "ja"):
             add(id=f"good/{gid}+rewrap", label="good", form="good", mechanism="re-wrapped",
-                content=textwrap.fill(" ".join(c.split()), rng.randint(60, 110)), lang=lang)
+                content=textwrap.fill(" ".join(c.split()), rng.randint(60, 110)), lang=lang, input_tokens=size)
         half = "\n".join(c.splitlines()[: max(1, len(c.splitlines()) // 2)])
         if len(half) > 30:
-            add(id=f"good/{gid}+half", label="good", form="good", mechanism="shorter", content=half, lang=lang)
+            add(id=f"good/{gid}+half", label="good", form="good", mechanism="shorter", content=half, lang=lang,
+                input_tokens=size)
     # condensed nodes: several leaves joined, as memory-dag-compactor writes them
     for i in range(60):
         lang = rng.choice(list(by_lang))

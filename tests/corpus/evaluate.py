@@ -249,12 +249,14 @@ def page_items() -> list:
         by_lang[p["lang"]].append(p)
     langs = {i: x for i, x in _language_labels().items() if "page_language" in x}
     labels = {x["id"]: x["labels"] for x in map(json.loads, open(REAL / "page_labels.jsonl", encoding="utf-8"))}
+    review = _review()
     sound = {i for i, x in labels.items() if not any(x[k] is not False for k in ("repetition", "empty", "garbled"))}
     items = []
     for r in map(json.loads, open(path, encoding="utf-8")):
         # against its own page: loops, noise, emptiness and cut-offs, as label_model.py measured them
         truth = {k: None for k in KINDS}
         truth.update(labels[r["id"]])
+        truth.update((review.get(r["id"]) or {}).get("labels", {}))
         own = by_id[r["page"]]
         items.append(Item(r["id"], "pages", own["lang"], r["output"], truth, input_text=own["input"][:r["input_chars"]]))
         lab = langs.get(r["id"])
@@ -404,14 +406,82 @@ def hand_items() -> list:
     return items
 
 
+def empty_items() -> list:
+    """Information-free summaries (issue #25), each of which must raise a failure:
+    - published-empty: the summaries people published (real/published_empty.yaml, verbatim,
+      with their source), as a store check sees them: the text and `tokensBefore` where the
+      report gives it;
+    - generated-empty: what OpenClaw 2026.9.6's own compact() stored when given an empty or
+      nearly empty preparation, its summarizer the local models (real/generate_empty.py,
+      batch 1, made while the checks were written), stored over a real history as a check of
+      the store sees it (the real history it names, then the next ones of its language, up
+      to the session's tokensBefore or EMPTY_HISTORY_TOKENS);
+      generated-empty/tokens: the same with only tokensBefore known (no history text);
+    - generated-empty-2 (and /tokens): batch 2, made after the checks were fixed (held out).
+    Language: the case's (the greeting's; the empty and heartbeat cases are English)."""
+    items = []
+    truth = {k: None for k in KINDS}
+    pub = REAL / "published_empty.yaml"
+    for r in yaml.safe_load(pub.read_text(encoding="utf-8")) if pub.exists() else []:
+        items.append(Item(r["id"], "published-empty", r.get("lang", "en"), r["text"], dict(truth, empty=True),
+                          input_tokens=r.get("tokens_before")))
+    gen = REAL / "generated_empty.jsonl"
+    if not gen.exists():
+        return items
+    rows = [json.loads(ln) for ln in open(REAL / "openclaw_histories.jsonl", encoding="utf-8")]
+    for line in open(gen, encoding="utf-8"):
+        r = json.loads(line)
+        if r.get("output") is None:
+            continue
+        # the batch: recorded, or read from the id ("ge" then one "b" per batch after the first)
+        batch = r.get("batch") or 1 + len(r["id"][2:]) - len(r["id"][2:].lstrip("b"))
+        name = "generated-empty" if batch == 1 else f"generated-empty-{batch}"
+        items.append(Item(r["id"], name, r["lang"], r["output"], dict(truth),
+                          input_text=_history_of_size(rows, r["history"], min(r["tokens_before"], EMPTY_HISTORY_TOKENS))))
+        items.append(Item(r["id"], name + "/tokens", r["lang"], r["output"], dict(truth), input_tokens=r["tokens_before"]))
+    return items
+
+
+# The history a generated record is stored over, as a check of the store reads it: its real
+# history, then the next ones of the same language, up to its tokensBefore (at most this many
+# tokens: the check reads the same words whatever the size beyond).
+EMPTY_HISTORY_TOKENS = 8000
+
+
+def _history_of_size(rows: list, first: str, tokens: int) -> str:
+    from compaction_guard.tokens import estimate_tokens
+    start = next(i for i, h in enumerate(rows) if h["id"] == first)
+    lang = rows[start]["lang"]
+    same = [h for h in rows[start:] + rows[:start] if h["lang"] == lang]
+    out, n = [], 0
+    while n < tokens:
+        for h in same:
+            out.append(h["text"])
+            n += estimate_tokens(h["text"])
+            if n >= tokens:
+                break
+    return "\n\n".join(out)
+
+
+def info_free_recall(res: dict, st: str) -> tuple:
+    """(items, items that raised a failure) of an information-free set."""
+    rows = [v for (s, _l), v in res.get("info_free", {}).items() if s == st]
+    return sum(v[0] for v in rows), sum(v[1] for v in rows)
+
+
+# held to TARGET_EMPTY_RECALL (CI fails below it); the others are printed as not yet held
+EMPTY_HELD = ("published-empty",)
+EMPTY_SETS = ("published-empty", "generated-empty", "generated-empty/tokens", "generated-empty-2",
+              "generated-empty-2/tokens")
+TARGET_EMPTY_RECALL = 0.95
 SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
-        "adversarial", "fresh")
+        "adversarial", "fresh") + EMPTY_SETS
 
 
 def all_items() -> list:
     models = model_items()
     return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
-        + human_items() + docs_items() + pair_items() + grounding_items() + hand_items()
+        + human_items() + docs_items() + pair_items() + grounding_items() + hand_items() + empty_items()
 
 
 def store_verdict(items: list, settings=DEFAULT):
@@ -461,9 +531,18 @@ def evaluate(items: list, verdict) -> dict:
     core = [0, 0, []]
     hand_real = [0, 0, []]
     noted = defaultdict(lambda: [0, 0, 0, 0, []])     # [(set, kind)]: items, with it, good, good with it, ids
+    info_free = defaultdict(lambda: [0, 0, defaultdict(int), []])  # [(set, lang)]: items, failed, {kind: n}, missed ids
     for it in items:
         got, why = verdict(it)
         reasons[(it.set, it.id)] = why
+        if it.set in EMPTY_SETS:
+            row = info_free[(it.set, it.lang)]
+            failed = sorted(k for k in got if k not in WARNING_KINDS)
+            row[0] += 1
+            row[1] += int(bool(failed))
+            row[2][failed[0] if len(failed) == 1 else "+".join(failed) if failed else "none"] += 1
+            if not failed:
+                row[3].append(it.id)
         is_good = not any(v for k, v in it.truth.items() if k not in WARNING_KINDS)
         for kind in NOTED_KINDS if it.input_text else ():      # each is judged against the history
             n = noted[(it.set, kind)]
@@ -503,7 +582,35 @@ def evaluate(items: list, verdict) -> dict:
                 if kind in got:
                     c["fa"] += 1
                     c["fa_ids"].append(it.id)
-    return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons, "noted": noted}
+    return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons, "noted": noted,
+            "info_free": info_free}
+
+
+def info_free_report(res: dict) -> str:
+    """The information-free sets: per set and language, how many raised a failure, of which kind."""
+    rows = res.get("info_free") or {}
+    if not rows:
+        return ""
+    lines = ["\ninformation-free summaries: each must raise a failure (any kind)",
+             f"  {'set':<26}{'lang':<6}{'failed':>12}   kinds reported (none: no failure)"]
+    for st in EMPTY_SETS:
+        langs = sorted(lang for (s, lang) in rows if s == st)
+        if not langs:
+            continue
+        tot = [0, 0, defaultdict(int), []]
+        for lang in langs + ["all"]:
+            r = rows[(st, lang)] if lang != "all" else tot
+            if lang != "all":
+                tot[0] += r[0]
+                tot[1] += r[1]
+                tot[3] += r[3]
+                for k, v in r[2].items():
+                    tot[2][k] += v
+            elif len(langs) == 1:
+                continue
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[2].items(), key=lambda kv: -kv[1]))
+            lines.append(f"  {st:<26}{lang:<6}{f'{r[1]}/{r[0]} {r[1] / r[0]:.0%}':>12}   {kinds}  {_ids(r[3], 3)}")
+    return "\n".join(lines)
 
 
 def _ids(ids: list, n: int = 4) -> str:
@@ -611,6 +718,10 @@ def targets_missed(res: dict) -> list:
     loops = _sum(cells, lambda s, lang, k: s in ("model", "openclaw", "gemma", "pages") and k == "repetition")
     if loops["pos"] and loops["hit"] / loops["pos"] < TARGET_MODEL_LOOP_RECALL:
         problems.append(f"model+openclaw+gemma+pages/repetition: recall {loops['hit']}/{loops['pos']} below 97%")
+    for st in EMPTY_SETS:
+        n, failed = info_free_recall(res, st)
+        if n and failed / n < TARGET_EMPTY_RECALL and st in EMPTY_HELD:
+            problems.append(f"{st}: {failed}/{n} raised a failure, below {TARGET_EMPTY_RECALL:.0%}")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
@@ -638,7 +749,9 @@ def main(argv=None) -> int:
         for it in items:
             counts[it.set] += 1
         print("items: " + ", ".join(f"{s} {counts[s]}" for s in SETS if counts[s]))
-        print(report(res, "compaction-resilience-guard (default settings): real data first, then the hand-written corpus"))
+        print(report(res, "compaction-resilience-guard (default settings): real data first, then the hand-written corpus",
+                     sets=tuple(x for x in SETS if x not in EMPTY_SETS)))
+        print(info_free_report(res))
     if not args.json:
         for (st, kind), (n, with_it, n_good, good_with, ids) in sorted(res["noted"].items()):
             if with_it or st in ("grounding", "development", "held-out", "fresh", "adversarial"):
@@ -674,6 +787,14 @@ def main(argv=None) -> int:
                 sep = ";" if kind == "language_drift" else ":"
                 say(f"\nnot yet held (issue #12 in progress): {st}/{kind} recall {c['hit']}/{c['pos']} "
                       f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
+    for st in EMPTY_SETS:
+        n, failed = info_free_recall(res, st)
+        if n and failed / n < TARGET_EMPTY_RECALL and st not in EMPTY_HELD:
+            say(f"\nnot yet held: {st}: {failed}/{n} = {failed / n:.0%} raised a failure, target "
+                f"{TARGET_EMPTY_RECALL:.0%}: the misses are a model's chat to the user (\"please share your "
+                "document\") and content it invented, whose words a long history happens to share"
+                + ("; with only tokensBefore known, invented content cannot be told from a summary" if
+                   st.endswith("/tokens") else ""))
     if args.ungrounded_review:
         print("\nmodel outputs reported ungrounded (read each one; label it in model_review.yaml):")
         for it in items:

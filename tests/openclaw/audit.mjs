@@ -55,5 +55,5 @@ const out = cases.map((c) => {
     default: throw new Error(`unknown op ${c.op}`);
   }
 });
-process.stdout.write(JSON.stringify(out) + "\n");
-process.exit(0);
+// exit once the pipe has taken it all (an exit right after a large write cuts it at 64 KB)
+process.stdout.write(JSON.stringify(out) + "\n", () => process.exit(0));

@@ -1,0 +1,144 @@
+"""Write compaction_guard/data/compaction_vocabulary.txt: the words compactors themselves write.
+
+A summary carries information when it says something about the work. The words of the
+request that asked for it (its headings, its instructions, "conversation", "summary",
+"preserve") and of the texts compactors store when they have no summary ("No prior
+history.", "Summary unavailable due to context limits.") say nothing about any one
+conversation: a summary made only of them, of negations and of the most frequent words of
+its language is information-free (detectors/empty.py, `information_left`).
+
+The words are read from the real texts, not chosen:
+- OpenClaw's (npm `openclaw`, the installed test package): the system prompt and the three
+  prompts its own `compact()` sends (normal, update with a previous summary, a split turn's
+  prefix), captured by running it (tests/openclaw/compact_empty.mjs, nothing asked of a
+  model), its safeguard's structure instructions and fallback skeleton (tests/openclaw/
+  audit.mjs), and the fallback texts its bundle writes;
+- the fallback texts of OpenClaw's older releases and lossless-claw that REFERENCE.md lists;
+- the turns OpenClaw writes into a session itself (its heartbeat prompt, its silent reply);
+- the guard's own prompts (compaction_guard/prompts.py).
+Each text is cut into the guard's word units (detectors/overlap.py); a unit among the most
+frequent words of a language (data/common_words.txt) or shorter than 3 bytes is left out,
+as the check leaves it out anyway, and so is a word that real English text about work uses
+often (WORK_WORD_MIN_SHARE: "file", "update", "version", "user") is written apart: it is
+both the template's and the work's, and weighs nothing either way. A request known at run time (`serve`, the chain) adds
+its own words to these.
+
+    python3 scripts/make_compaction_vocabulary.py [OPENCLAW_INSTALL_DIR]
+
+The install defaults to the test install (scripts/setup_openclaw.sh; GUARD_OPENCLAW).
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+OUT = ROOT / "compaction_guard" / "data" / "compaction_vocabulary.txt"
+
+# Fallback texts of releases and plugins the installed package does not hold (REFERENCE.md
+# sections 2 and 8), with the shapes the markers detector names.
+OTHER_FALLBACKS = [
+    "Summary unavailable due to context limits. Older messages were truncated.",     # OpenClaw before 2026.2
+    "[Truncated from 12000 tokens]", "[LCM fallback summary; truncated for context management]",
+    "[Capped from 9000 tokens to ~2000]", "[Truncated for context management]",     # lossless-claw
+]
+_BLOCK_RE = re.compile(r"<(conversation|previous-summary|previous-compaction-summary)>.*?</\1>", re.S)
+
+
+def openclaw_texts(where: Path) -> tuple:
+    from openclaw_real import node, package
+    pkg = package(where)
+    version = json.loads((pkg / "package.json").read_text())["version"]
+    hi = [{"role": "user", "content": "hi"}]
+    cases = [{"messages": hi, "tokensBefore": 100, "temperature": 0, "max_tokens": 100, "seed": 1},
+             {"messages": hi, "previousSummary": "PREVIOUS", "tokensBefore": 100, "temperature": 0, "max_tokens": 100,
+              "seed": 1},
+             {"messages": hi, "turnPrefix": hi, "tokensBefore": 100, "temperature": 0, "max_tokens": 100, "seed": 1}]
+    run = subprocess.run([str(node(where)), str(ROOT / "tests/openclaw/compact_empty.mjs"), str(pkg), "-"],
+                         input=json.dumps(cases), capture_output=True, text=True, timeout=120, check=True)
+    texts = []
+    for got in json.loads(run.stdout):
+        for req in got["requests"]:
+            texts += [req["system"], _BLOCK_RE.sub(" ", req["prompt"])]
+        texts.append(got["summary"].replace("ok", " "))
+    ops = [{"op": "instructions", "custom": None, "latest": None}, {"op": "instructions", "custom": None, "latest": "x"},
+           {"op": "fallback", "previous": None}]
+    run = subprocess.run([str(node(where)), str(ROOT / "tests/openclaw/audit.mjs"), str(pkg)], input=json.dumps(ops),
+                         capture_output=True, text=True, timeout=120, check=True)
+    texts += json.loads(run.stdout)
+    bundle = "\n".join(p.read_text(encoding="utf-8") for p in sorted((pkg / "dist").glob("*.mjs"))
+                       if "SUMMARY_TRUNCATED_MARKER" in p.read_text(encoding="utf-8")
+                       or "DEFAULT_SUMMARY_FALLBACK" in p.read_text(encoding="utf-8"))
+    for name in ("SUMMARY_TRUNCATED_MARKER", "DEFAULT_SUMMARY_FALLBACK", "OMISSION_OVERFLOW", "TURN_CONTEXT_PREFIX"):
+        texts += [json.loads(m) for m in re.findall(rf'const {name} = ("(?:[^"\\]|\\.)*");', bundle)]
+    texts += re.findall(r"\[(?:Partial summary|Earlier compaction context|Compaction summary)[^\]`$]*\]", bundle)
+    # the turns OpenClaw writes into a session itself: its heartbeat prompt (a session whose only
+    # new turn is its monitor's is summarized as that prompt) and its silent reply
+    everything = "\n".join(p.read_text(encoding="utf-8") for p in sorted((pkg / "dist").glob("*.mjs")))
+    for name in ("HEARTBEAT_CONTEXT_PROMPT",):
+        texts += re.findall(rf'const {name} = [`"]([^`"$]*)[`"];', everything)[:1]
+    texts += re.findall(r'const SILENT_REPLY_TOKEN = "([A-Z_]+)";', everything)[:1]
+    return version, texts
+
+
+# A word of the prompts that real English text about work uses often ("file", "update", "add",
+# "version", "error", "user") is a word of the work, not only of the template: a summary using
+# it may say something. Measured on the project's real English text (Debian's manual pages,
+# reference pages and documents: tests/corpus/real/human.jsonl, docs.jsonl, grounding.jsonl):
+# a word in at least this share of its texts is written apart (neither template nor content).
+WORK_WORD_MIN_SHARE = 0.05
+
+
+def work_words() -> frozenset:
+    from compaction_guard.detectors.overlap import units
+    real = ROOT / "tests" / "corpus" / "real"
+    docs = []
+    for name in ("human.jsonl", "docs.jsonl", "grounding.jsonl"):
+        for line in open(real / name, encoding="utf-8"):
+            r = json.loads(line)
+            if r.get("lang") == "en":
+                docs.append(set(units(" ".join(v for k, v in r.items() if k in ("text", "summary", "input")
+                                               and isinstance(v, str)))))
+    df = {}
+    for d in docs:
+        for u in d:
+            df[u] = df.get(u, 0) + 1
+    return frozenset(u for u, n in df.items() if n >= WORK_WORD_MIN_SHARE * len(docs))
+
+
+def guard_texts() -> list:
+    from compaction_guard import prompts
+    return [prompts.L1_SYSTEM, prompts.L2_SYSTEM, prompts.user_message("", 100)]
+
+
+def main() -> None:
+    from openclaw_real import install
+    from compaction_guard.detectors.grounding import common_units, is_content
+    from compaction_guard.detectors.overlap import units
+    where = Path(sys.argv[1]) if len(sys.argv) > 1 else install()
+    if where is None:
+        sys.exit("no OpenClaw install: run scripts/setup_openclaw.sh or give its directory")
+    version, texts = openclaw_texts(where)
+    texts += OTHER_FALLBACKS + guard_texts()
+    common = common_units()
+    work = work_words()
+    found = {u for t in texts for u in units(t) if isinstance(u, bytes) and is_content(u, common) and not u.isdigit()}
+    words = sorted(u.decode() for u in found if u not in work)
+    shared = sorted(u.decode() for u in found if u in work)
+    header = (f"# The words compactors write themselves: OpenClaw {version}'s compaction prompts, structure\n"
+              "# instructions and fallback texts (MIT licence, (c) OpenClaw contributors), older OpenClaw and\n"
+              "# lossless-claw fallbacks (REFERENCE.md), the guard's own prompts; cut into the guard's word units,\n"
+              "# the most frequent words of any language left out. Written by scripts/make_compaction_vocabulary.py.\n")
+    header += ("# Lines starting with ~: words of the prompts that real English text about work uses often\n"
+               "# (WORK_WORD_MIN_SHARE): neither the template's nor content, they weigh nothing either way.\n")
+    OUT.write_text(header + "\n".join(words) + "\n" + "\n".join("~" + w for w in shared) + "\n", encoding="utf-8")
+    print(f"{len(words)} words, {len(shared)} shared with work text, from {len(texts)} texts -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
