@@ -15,7 +15,7 @@ from typing import Optional
 from ..findings import Finding
 from ..tokens import estimate_tokens
 from ..reasoning import strip_reasoning
-from ..tokens import CJK_CLASS, pieces
+from ..tokens import CJK_CLASS, PIECE, pieces
 from .overlap import units
 
 # ---------------------------------------------------------------------------
@@ -337,8 +337,7 @@ def _vocabulary() -> tuple:
             words = line.split()[1:] if name == "nothing_words.txt" else line.split()
             for w in words:
                 for u in units(w):
-                    out.add(u)
-                    out.add(_stem(u))
+                    out.update(_inflected(u))
     return frozenset(out), frozenset(shared - out)
 
 
@@ -353,62 +352,150 @@ def template_units() -> frozenset:
 _SUFFIXES = (b"ing", b"ed", b"es", b"s", b"d")
 
 
-def _stem(u):
-    """An English word's stem, crudely (`references`, `continued` -> `referenc`, `continu`): the
-    compactors' words are English, and a model writes them inflected otherwise."""
-    if isinstance(u, bytes) and len(u) > 4 and u.isalpha():
-        for suf in _SUFFIXES:
-            if u.endswith(suf):
-                return u[:-len(suf)].rstrip(b"e")
-        return u.rstrip(b"e")
-    return u
+def _inflected(u) -> set:
+    """A word and its English inflections, crudely (`reference`: `references`, `referenced`,
+    `referencing`; `summarize`: `summarized`, `summarizing`): the compactors' words are English,
+    and a model writes them inflected otherwise. Listed once, when the vocabulary is read, so
+    a summary's words are looked up in one set."""
+    out = {u}
+    if isinstance(u, bytes) and len(u) > 3 and u.isalpha():
+        stem = u
+        for suf in _SUFFIXES:             # `decisions`, `needed`: from their stem
+            if len(u) > len(suf) + 3 and u.endswith(suf):
+                stem = u[:-len(suf)]
+                break
+        stem = stem.rstrip(b"e")
+        out.add(stem)
+        for base in (stem, stem + b"e"):
+            out.add(base)
+            for suf in _SUFFIXES + (b"er", b"ers"):
+                out.add(base + suf)
+        if u.endswith(b"y"):
+            out.update((u[:-1] + b"ies", u[:-1] + b"ied"))
+    return out
 
 
-def information_left(text: str, settings, extra: frozenset = frozenset(), enough: Optional[int] = None) -> tuple:
+@lru_cache(maxsize=1)
+def _skip_units() -> tuple:
+    """(the units that are never content: the most frequent words of every language and the
+    words both the template and work text use; the template's units)."""
+    from .grounding import common_units
+    import string
+    # the ASCII units under 3 bytes, never content: left out by the set operations themselves
+    short = {(a + b).encode() for a in string.ascii_lowercase for b in [""] + list(string.ascii_lowercase)}
+    return common_units() | _vocabulary()[1] | short, _words_that_carry_nothing()
+
+
+def information_left(text: str, settings, extra: frozenset = frozenset(), enough: Optional[int] = None,
+                     could_fire=None) -> tuple:
     """(content words, identifiers, count, template words): what `text` says once its structure
     is taken away. Its markup (headings' and lists' marks, labels' colons, fences, brackets) is
     punctuation, which the guard's word units drop; every unit among the most frequent words of
-    a language (data/common_words.txt), shorter than 3 bytes or a digit run (a count names
-    nothing) is left out too. Of the rest, a word compactors write themselves or a word saying
-    there is nothing (above; `extra`: the words of the request, when known) is a template
-    word; what remains is the distinct content words, and the identifiers (identifiers.scan:
-    paths, ids, versions, figures with units; and dates and times). `count` weighs content
-    words and identifiers together; counting stops once it reaches `enough`."""
-    from .grounding import common_units
+    a language (data/common_words.txt) or shorter than 3 bytes is left out too. Of the rest, a
+    word compactors write themselves or a word saying there is nothing (above; `extra`: the
+    words of the request, when known), or a word of a heading, label or tag (_label_units) is
+    a template word; what remains is the distinct content words, and the identifiers
+    (identifiers.scan: paths, ids, versions, figures with units; and dates, times, file and
+    code names). `count` weighs content words and identifiers together; past `enough` the
+    lists are not complete, nor the template count. `could_fire(count, template)`, if given,
+    says whether a verdict could still need the identifiers (more of them only raise the
+    count): when not, they are not looked for.
+
+    Most summaries say plenty: their distinct units less the never-content and template ones
+    (set operations) number more than `enough` beyond what headings, labels and tags could
+    take (a few a line that could be one), and the text is read no further."""
     from .identifiers import scan
-    common = common_units() | _vocabulary()[1]
-    nothing = _words_that_carry_nothing()
+    common, nothing = _skip_units()
     enough = enough or (settings.empty_info_max_units + 1)
-    words, template = [], set()
-    weight = 0
+    allowance = None
+    # the distinct content units of a prefix are fewer than the whole text's: enough of them
+    # there settles it without reading on (most summaries)
     seen = set()
+    for part in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
+        if part is None and len(text) <= _PIECE_CHARS:
+            part = text
+        seen = set(units(part)) if part is not None else set()
+        if part is None:
+            for _, piece in pieces(text):
+                seen.update(units(piece))
+        cand = seen.difference(common, nothing)
+        if extra:
+            cand -= extra
+        if len(cand) > enough:
+            if allowance is None:
+                allowance = _label_allowance(text)
+            if len(cand) - allowance > enough and (text.isascii() or _more_than(cand, enough + allowance)):
+                return [], [], enough, 0
+    if allowance is None:
+        allowance = _label_allowance(text)
+    if could_fire is not None:
+        # labels only move units from content to template: if even that cannot make a verdict,
+        # the text is read no further
+        t0 = sum(1 for u in seen if (u in nothing or u in extra) and u not in common)
+        n0 = sum(1 for u in cand if not isinstance(u, bytes) or len(u) > 2)
+        if not could_fire(max(0, n0 - allowance), t0 + allowance):
+            return [], [], n0, t0
+    # what remains, by set operations: the template's units present, the content ones
     labels = _label_units(text)
+    template = {u for u in seen if u in nothing or u in extra or u in labels} - common
+    content = {u for u in cand - labels if not isinstance(u, bytes) or len(u) > 2}
+    template = {u for u in template if not isinstance(u, bytes) or len(u) > 2}
+    # a script written without spaces (Thai, Lao, Khmer, Myanmar) makes a phrase one unit: it
+    # counts as a word per _CHARS_PER_WORD characters
+    weight = sum(max(1, len(u.decode("utf-8", "replace")) // _CHARS_PER_WORD)
+                 if isinstance(u, bytes) and len(u) > _CHARS_PER_WORD else 1 for u in content)
+    if weight >= enough or (could_fire is not None and not could_fire(weight, len(template))):
+        return [], [], weight, len(template)
+    words = _in_order(text, content, enough)
+    idents = []
+    found = [i for i, _ in scan(text)] + _DATE_RE.findall(text)
+    for ident in found:
+        parts = units(ident)
+        # an identifier made of the template's words ("Constraints/Rules") names nothing
+        if ident not in idents and not (parts and all(u in nothing or u in extra for u in parts)):
+            idents.append(ident)
+            if weight + len(idents) >= enough:
+                break
+    return words, idents, weight + len(idents), len(template)
+
+
+def _in_order(text: str, content: set, most: int) -> list:
+    """The content units as words, in the order the text first uses them (at most `most`)."""
+    out, done = [], set()
     for _, piece in pieces(text):
         for u in units(piece):
-            if u in seen or u in common or (isinstance(u, bytes) and len(u) < 3):
-                continue
-            seen.add(u)
-            if u in nothing or u in extra or u in labels or _stem(u) in nothing:
-                template.add(u)
-                continue
-            word = u.decode("utf-8", "replace") if isinstance(u, bytes) else u
-            words.append(word)
-            # a script written without spaces (Thai, Lao, Khmer, Myanmar) makes a phrase one
-            # unit: it counts as a word per _CHARS_PER_WORD characters
-            weight += max(1, len(word) // _CHARS_PER_WORD)
-        if weight >= enough:
-            break
-    idents = []
-    if weight < enough:
-        found = [i for i, _ in scan(text)] + _DATE_RE.findall(text)
-        for ident in found:
-            parts = units(ident)
-            # an identifier made of the template's words ("Constraints/Rules") names nothing
-            if ident not in idents and not (parts and all(u in nothing or u in extra for u in parts)):
-                idents.append(ident)
-                if weight + len(idents) >= enough:
-                    break
-    return words, idents, weight + len(idents), len(template)
+            if u in content and u not in done:
+                done.add(u)
+                out.append(u.decode("utf-8", "replace") if isinstance(u, bytes) else u)
+                if len(out) >= most:
+                    return out
+    return out
+
+
+_GATE_CHARS = 320
+_PIECE_CHARS = PIECE       # up to this a text is one piece (tokens.pieces cuts longer ones)
+
+
+def _label_allowance(text: str) -> int:
+    """At most how many word units headings, labels and tags can take from `text`: a label's
+    words for each line that could be one (a `#` after a line break or a space, a `**` pair, a
+    colon before a line break), two for each tag; counted with str.count, not parsed."""
+    lines = text.count("\n#") + text.count(" #") + text.count("**") // 2 + text.count(":\n") + text.count(": \n") \
+        + (text.lstrip()[:1] == "#") + (text.rstrip()[-1:] == ":")
+    # a CJK label is one word of many character pairs
+    per = _LABEL_WORDS if text.isascii() or not _CJK_CHAR_RE.search(text) else 60
+    return per * lines + 2 * text.count("<")
+
+
+def _more_than(cand: set, n: int) -> bool:
+    """Whether more than `n` of the units are 3 bytes or more (or CJK pairs): counted until known."""
+    k = 0
+    for u in cand:
+        if not isinstance(u, bytes) or len(u) > 2:
+            k += 1
+            if k > n:
+                return True
+    return False
 
 
 # A heading, a bold label or a field label ("Goal:") alone on its line, of at most _LABEL_WORDS
@@ -458,17 +545,22 @@ def information_free(content: str, settings, input_tokens: Optional[int] = None,
     a fallback worded as a sentence with message counts. Over a history under
     empty_info_min_input_tokens it is a warning (a greeting summarized as a greeting)."""
     content = strip_reasoning(content).text       # reasoning before the summary is not the summary
+
+    def fires(n: int, template: int) -> bool:
+        # a few words of the work ("Es un error en el espacio de almacenamiento", "Set up the
+        # repo and CI. Added the parser and 40 tests.") are a short summary; the same few among
+        # more of the request's words and of "nothing" are text about the conversation, the
+        # summary or the summarizer; a text made mostly of the request's words restates it
+        share = template / (template + n) if template + n else 1.0
+        return n <= 1 or (n <= settings.empty_info_max_units and share > settings.empty_info_min_template_share) \
+            or (n <= settings.empty_info_echo_max_units and share >= settings.empty_info_echo_min_template_share)
     words, idents, n, template = information_left(content, settings, extra,
                                                   enough=max(settings.empty_info_max_units,
-                                                             settings.empty_info_echo_max_units) + 1)
-    share = template / (template + n) if template + n else 1.0
-    # a few words of the work ("Es un error en el espacio de almacenamiento", "Set up the repo
-    # and CI. Added the parser and 40 tests.") are a short summary; the same few among more of
-    # the request's words and of "nothing" are text about the conversation, the summary or the
-    # summarizer; a text made mostly of the request's words restates it
-    if not (n <= 1 or (n <= settings.empty_info_max_units and share > settings.empty_info_min_template_share)
-            or (n <= settings.empty_info_echo_max_units and share >= settings.empty_info_echo_min_template_share)):
+                                                             settings.empty_info_echo_max_units) + 1,
+                                                  could_fire=fires)
+    if not fires(n, template):
         return []
+    share = template / (template + n) if template + n else 1.0
     said = [repr(w) for w in words[:6]] + [repr(i) for i in idents[:3]]
     what = f"says only {', '.join(said)}" if said else "says nothing at all"
     shape = _shape(content)
