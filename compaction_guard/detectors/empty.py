@@ -322,10 +322,11 @@ def _words_that_carry_nothing() -> frozenset:
 
 @lru_cache(maxsize=1)
 def _vocabulary() -> tuple:
-    """(the units that carry nothing, the units both the template and work text use: the
-    vocabulary's `~` lines, which weigh nothing either way)."""
+    """(the units that carry nothing, with their inflections; the units both the template and
+    work text use: the vocabulary's `~` lines, which weigh nothing either way; the units that
+    carry nothing as the files list them)."""
     from importlib.resources import files
-    out, shared = set(), set()
+    out, shared, raw = set(), set(), set()
     for name in ("compaction_vocabulary.txt", "nothing_words.txt"):
         text = files("compaction_guard").joinpath(f"data/{name}").read_text(encoding="utf-8")
         for line in text.splitlines():
@@ -337,16 +338,17 @@ def _vocabulary() -> tuple:
             words = line.split()[1:] if name == "nothing_words.txt" else line.split()
             for w in words:
                 for u in units(w):
+                    raw.add(u)
                     out.update(_inflected(u))
-    return frozenset(out), frozenset(shared - out)
+    return frozenset(out), frozenset(shared - out), frozenset(raw)
 
 
 @lru_cache(maxsize=1)
 def template_units() -> frozenset:
     """The compactors' own words and the words of "nothing" (data/compaction_vocabulary.txt,
     data/nothing_words.txt) as word units: no specific content of any history (grounding
-    leaves them out of what a summary shares with its history)."""
-    return _words_that_carry_nothing()
+    leaves them out of what a summary shares with its history), as the files list them."""
+    return _vocabulary()[2]
 
 
 _SUFFIXES = (b"ing", b"ed", b"es", b"s", b"d")
@@ -481,7 +483,7 @@ def _label_allowance(text: str) -> int:
     words for each line that could be one (a `#` after a line break or a space, a `**` pair, a
     colon before a line break), two for each tag; counted with str.count, not parsed."""
     lines = text.count("\n#") + text.count(" #") + text.count("**") // 2 + text.count(":\n") + text.count(": \n") \
-        + (text.lstrip()[:1] == "#") + (text.rstrip()[-1:] == ":")
+        + (text[:256].lstrip()[:1] == "#") + (text[-256:].rstrip()[-1:] == ":")
     # a CJK label is one word of many character pairs
     per = _LABEL_WORDS if text.isascii() or not _CJK_CHAR_RE.search(text) else 60
     return per * lines + 2 * text.count("<")
