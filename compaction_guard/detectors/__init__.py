@@ -45,19 +45,22 @@ def _request_words(required) -> frozenset:
 
 def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
                  previous, required=None) -> list:
-    findings = _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures,
+    # the input's figures, measured on first use and shared by every check below
+    view = overlap.InputView(input_text) if input_text else None
+    findings = _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, view, measures,
                              background, previous, required)
     named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")]
     if named and not any(f.failure and f.kind == "garbled" for f in findings):
         # text that is no language is garbled first: its "language" and "subject" are noise
-        noise = garbled.no_language(content, settings, input_text)
+        noise = garbled.no_language(content, settings, view)
         if noise:
             findings = [f for f in findings if f not in named] + noise
     return findings
 
 
-def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
+def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, view, measures, background,
                   previous, required=None) -> list:
+    extra = _request_words(required)
     findings = empty.detect(content, settings, input_tokens, input_text)
     cut = []
 
@@ -78,7 +81,7 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         findings += empty.unfilled_template(content, settings, input_text)
     if not any(f.failure for f in findings):
         # well formed and carrying nothing (loops, noise and markers say more)
-        findings += empty.information_free(content, settings, input_tokens, _request_words(required))
+        findings += empty.information_free(content, settings, input_tokens, extra)
     if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends
@@ -90,8 +93,6 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
                  default=None)
     if input_text and not any(f.failure and f.kind == "garbled" for f in findings) \
             and (looped is None or looped < settings.language_max_loop_share):
-        # the input's figures are measured once
-        view = overlap.InputView(input_text)
         mine = overlap.unit_counts(content)
         share = overlap.shared(mine, view)
         drift, same = language.judge(content, settings, input_text, overlap=share)
@@ -104,8 +105,7 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
         if same and not any(f.failure for f in findings):
             # a few words, none of them the history's (grounding judges longer text)
-            findings += empty.none_of_the_history(content, settings, view, input_tokens, _request_words(required),
-                                                  previous)
+            findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
         findings += transcript.detect(content, settings, input_text)
     return findings

@@ -15,7 +15,7 @@ from typing import Optional
 from ..findings import Finding
 from ..tokens import estimate_tokens
 from ..reasoning import strip_reasoning
-from ..tokens import CJK_CLASS, PIECE, pieces
+from ..tokens import CJK_CLASS, pieces
 from .overlap import units
 
 # ---------------------------------------------------------------------------
@@ -311,7 +311,6 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
 # ---------------------------------------------------------------------------
 # Information left after the structure: a summary well formed and carrying nothing.
 # ---------------------------------------------------------------------------
-@lru_cache(maxsize=1)
 def _words_that_carry_nothing() -> frozenset:
     """The units no summary's information is in (bytes, CJK pairs as str): the words
     compactors write themselves (data/compaction_vocabulary.txt: their prompts' headings and
@@ -343,7 +342,6 @@ def _vocabulary() -> tuple:
     return frozenset(out), frozenset(shared - out), frozenset(raw)
 
 
-@lru_cache(maxsize=1)
 def template_units() -> frozenset:
     """The compactors' own words and the words of "nothing" (data/compaction_vocabulary.txt,
     data/nothing_words.txt) as word units: no specific content of any history (grounding
@@ -412,14 +410,8 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     allowance = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
     # there settles it without reading on (most summaries)
-    seen = set()
-    for part in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
-        if part is None and len(text) <= _PIECE_CHARS:
-            part = text
-        seen = set(units(part)) if part is not None else set()
-        if part is None:
-            for _, piece in pieces(text):
-                seen.update(units(piece))
+    for prefix in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
+        seen = set(units(prefix)) if prefix is not None else {u for _, piece in pieces(text) for u in units(piece)}
         cand = seen.difference(common, nothing)
         if extra:
             cand -= extra
@@ -450,7 +442,7 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
         return [], [], weight, len(template)
     words = _in_order(text, content, enough)
     idents = []
-    found = [i for i, _ in scan(text)] + _DATE_RE.findall(text)
+    found = [i for i, _ in scan(text)] + _MORE_NAMES_RE.findall(text)
     for ident in found:
         parts = units(ident)
         # an identifier made of the template's words ("Constraints/Rules") names nothing
@@ -475,7 +467,6 @@ def _in_order(text: str, content: set, most: int) -> list:
 
 
 _GATE_CHARS = 320
-_PIECE_CHARS = PIECE       # up to this a text is one piece (tokens.pieces cuts longer ones)
 
 
 def _label_allowance(text: str) -> int:
@@ -530,7 +521,7 @@ def _label_units(text: str) -> frozenset:
 # a date or a time of day (names a moment of the history), a bare file name (`a.py`,
 # `config.yaml`; not `e.g.`), a snake_case or camelCase name (`updated_at`, `authMiddleware`):
 # identifiers.scan wants a path or a longer name
-_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{1,2}:\d{2}(?::\d{2})?\b"
+_MORE_NAMES_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{1,2}:\d{2}(?::\d{2})?\b"
                       r"|(?<![\w.])[\w-]+\.[A-Za-z][A-Za-z0-9]{1,5}(?![\w.])"
                       r"|\b[A-Za-z][a-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 

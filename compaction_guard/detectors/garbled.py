@@ -588,11 +588,11 @@ def _ftfy_fix(sample: str):
     return fixed if fixed != sample else None
 
 
-def no_language(content: str, settings, input_text: Optional[str] = None) -> list:
+def no_language(content: str, settings, view=None) -> list:
     """`garbled` for text that is no language: keyboard mash (`hjhklllljklllk dsfsaadsdghgdf`),
     whole or after real text. Its words (lexicon.plain_words: 3+ letters, not names in code)
     are looked up in the word lists of the language fastText reads in it, of English and of
-    the input (a word the history uses is a word); the text is no language when most of them
+    the input (`view`: its overlap.InputView; a word the history uses is a word); the text is no language when most of them
     are in none (the share's lower bound, at the confidence ungrounded_confidence_z sets, at
     least garbled_nonword_min_share) and fastText reads no language in its letters either
     (at most garbled_nonword_max_language_probability: a small model's pseudo-Polish reads
@@ -604,21 +604,13 @@ def no_language(content: str, settings, input_text: Optional[str] = None) -> lis
     from . import lexicon
     from .grounding import upper_bound
     from .language import identify
-    from .overlap import InputView
     words = list(itertools.islice(lexicon.plain_words(content), settings.garbled_nonword_max_words))
     if len(words) < settings.garbled_nonword_min_words:
         return []
     lang, prob = identify(content)[:2]
-    filters = [f for f in (lexicon.lexicon(lang) if lang else None, lexicon.lexicon("en")) if f is not None]
-    if lang and lexicon.lexicon(lang) is None:
+    flags = lexicon.in_no_list(words, (lang or "en", "en"), view.unit_set if view is not None else frozenset())
+    if flags is None:
         return []
-    have = InputView(input_text).unit_set if input_text else frozenset()
-    codes = [lang or "en", "en"]
-
-    def odd(w: str) -> bool:
-        return w.lower().encode("utf-8", "surrogatepass") not in have \
-            and not any(lexicon.normalize(w, x) in f for x, f in zip(codes, filters))
-    flags = [odd(w) for w in words]
     unknown = sum(flags)
     low = 1 - upper_bound(1 - unknown / len(words), len(words), settings.ungrounded_confidence_z)
     shown = list(dict.fromkeys(w for w, o in zip(words, flags) if o))[:4]

@@ -148,24 +148,11 @@ def salad(content: str, view: InputView, settings) -> Optional[tuple]:
     # the summary's words in the summary's language, and in its input's (a page whose body
     # was left in English under a translated overview reads as English)
     lang = identify(content)[0]
-    filters = [(x, lexicon.lexicon(x)) for x in dict.fromkeys((lang, identify(view.text)[0] if view.text else lang, "en"))]
-    filters = [(x, f) for x, f in filters if f is not None]
-    if not filters or filters[0][0] != lang:
+    flags = lexicon.in_no_list(words, (lang, identify(view.text)[0] if view.text else lang, "en"), view.unit_set)
+    if flags is None:
         return None
-    have = view.unit_set
-    verdict = {}
-    unknown = 0
-    shown = []
-    for w in words:
-        odd = verdict.get(w)
-        if odd is None:
-            odd = verdict[w] = w.lower().encode("utf-8", "surrogatepass") not in have \
-                and not any(lexicon.normalize(w, x) in f for x, f in filters)
-        if odd:
-            unknown += 1
-            if len(shown) < 5 and w not in shown:
-                shown.append(w)
-    return unknown, len(words), shown, lang
+    shown = list(dict.fromkeys(w for w, odd in zip(words, flags) if odd))[:5]
+    return sum(flags), len(words), shown, lang
 
 
 def weighted_share(mine, have, common, background) -> Optional[float]:

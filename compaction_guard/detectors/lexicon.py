@@ -120,3 +120,21 @@ def _filter(lang: str) -> Optional[Filter]:
         return None
     start, m, k = entry["offset"], entry["bits"], entry["hashes"]
     return Filter(body[start:start + (m + 7) // 8], m, k)
+
+
+def in_no_list(words: list, langs: tuple, have=frozenset()) -> Optional[list]:
+    """For each of `words`, whether it is in none of the word lists of `langs` (those that
+    have one) and not among `have` (the units of a text that vouches for it: the input); None
+    when the first language has no word list (its words cannot be judged)."""
+    filters = [(x, f) for x in dict.fromkeys(langs) if (f := lexicon(x)) is not None]
+    if not filters or filters[0][0] != langs[0]:
+        return None
+    verdict = {}
+    out = []
+    for w in words:
+        odd = verdict.get(w)
+        if odd is None:
+            odd = verdict[w] = w.lower().encode("utf-8", "surrogatepass") not in have \
+                and not any(normalize(w, x) in f for x, f in filters)
+        out.append(odd)
+    return out

@@ -594,20 +594,15 @@ def info_free_report(res: dict) -> str:
     lines = ["\ninformation-free summaries: each must raise a failure (any kind)",
              f"  {'set':<26}{'lang':<6}{'failed':>12}   kinds reported (none: no failure)"]
     for st in EMPTY_SETS:
-        langs = sorted(lang for (s, lang) in rows if s == st)
-        if not langs:
-            continue
-        tot = [0, 0, defaultdict(int), []]
-        for lang in langs + ["all"]:
-            r = rows[(st, lang)] if lang != "all" else tot
-            if lang != "all":
-                tot[0] += r[0]
-                tot[1] += r[1]
-                tot[3] += r[3]
+        per = {lang: r for (s, lang), r in sorted(rows.items()) if s == st}
+        if len(per) > 1:
+            tot = [sum(r[0] for r in per.values()), sum(r[1] for r in per.values()), defaultdict(int),
+                   [i for r in per.values() for i in r[3]]]
+            for r in per.values():
                 for k, v in r[2].items():
                     tot[2][k] += v
-            elif len(langs) == 1:
-                continue
+            per["all"] = tot
+        for lang, r in per.items():
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[2].items(), key=lambda kv: -kv[1]))
             lines.append(f"  {st:<26}{lang:<6}{f'{r[1]}/{r[0]} {r[1] / r[0]:.0%}':>12}   {kinds}  {_ids(r[3], 3)}")
     return "\n".join(lines)
