@@ -262,6 +262,13 @@ class Settings:
     ungrounded_salad_max_support: float = 0.5
     ungrounded_salad_min_unknown: float = 0.3
     ungrounded_salad_max_words: int = 512
+    # A history of at least this many tokens (the text seen) summarized by
+    # ungrounded_specific_min_units distinct content words or more, none of those it shares
+    # with the history a rare word (not an everyday word, Zipf 4) or an identifier: not a
+    # summary of it. Real overviews of their own manual page that share no rare word with it:
+    # up to 1,162 tokens (set grounding).
+    ungrounded_specific_min_history_tokens: int = 4000
+    ungrounded_specific_min_units: int = 6
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
     # of the summary's identifiers found nowhere in the input; an input with this many

@@ -106,6 +106,9 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         if same and not any(f.failure for f in findings):
             # a few words, none of them the history's (grounding judges longer text)
             findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
+        if same and not any(f.failure for f in findings):
+            # a long history, and nothing of it that names it
+            findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens, previous)
         findings += identifiers.detect(content, settings, input_text, view, measures, sview)
         findings += transcript.detect(content, settings, input_text)
     return findings

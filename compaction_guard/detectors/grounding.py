@@ -45,7 +45,7 @@ from ..findings import Finding
 from ..tokens import CJK_RE
 from . import identifiers as ids
 from .language import _name, identify
-from .overlap import InputView
+from .overlap import InputView, units
 
 
 @lru_cache(maxsize=1)
@@ -221,3 +221,58 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
         return []
     return [Finding("ungrounded", f"{why} (not in it: {', '.join(repr(m) for m in missing[:4])}, ...): it is about "
                     "something else; re-run compaction", figures=figures)]
+
+
+def nothing_specific(content: str, settings, view: InputView, mine, summary_view: InputView,
+                     input_tokens: Optional[int] = None, previous: Optional[str] = None) -> list:
+    """A long history (ungrounded_specific_min_history_tokens or more, the summary in its
+    language) summarized by text that shares none of its specific content: of the summary's
+    distinct content units (ungrounded_specific_min_units or more), none that occurs in the
+    history (or the summary it replaced) is a rare word (not among its language's or
+    English's everyday words, Zipf 4: data/everyday.bin), a CJK character pair, or one of its
+    identifiers. A summary of thousands of tokens of work names something of that work (a
+    file, a command, a name, a number); text that shares only everyday words ("help",
+    "clear", "format", "user") with it is about something else, or about nothing: a reply to
+    an empty request, the request's own instructions. Judged only when the text seen is at
+    least empty_info_min_seen_share of the tokens the store says were condensed. Measured:
+    real overviews of their own manual page share at least one rare word with it over 1,200
+    tokens and more (evaluate.py, set grounding); the generated information-free sets."""
+    from ..tokens import estimate_tokens
+    from . import lexicon
+    seen = estimate_tokens(view.text)
+    if seen < settings.ungrounded_specific_min_history_tokens:
+        return []
+    if input_tokens and seen < settings.empty_info_min_seen_share * input_tokens:
+        return []
+    from .empty import template_units
+    common = common_units() | template_units()
+    distinct = [u for u in mine if is_content(u, common)]
+    if len(distinct) < settings.ungrounded_specific_min_units:
+        return []
+    filters = [(x, f) for x in dict.fromkeys(("en", identify(content)[0])) if (f := lexicon.everyday(x))]
+    if len(filters) < 2 and any(isinstance(u, str) for u in distinct):
+        return []                       # CJK with no everyday list: its pairs cannot be told apart
+    have = view.unit_set
+    before = frozenset(units(previous)) if previous else frozenset()
+    shared = [u for u in distinct if u in have or u in before]
+    for u in shared:
+        if isinstance(u, str):
+            return []                   # a CJK pair of the history
+        word = u.decode("utf-8", "surrogatepass")
+        if not any(lexicon.normalize(word, x) in f for x, f in filters):
+            return []                   # a rare word of the history
+    idents = summary_view.identifiers(ids.scan)
+    if idents:
+        found = ids.Finder(view, settings.identifiers_max_searches)
+        if any(found(i) or (previous and i in previous) for i in idents):
+            return []
+    everyday = sorted(w.decode("utf-8", "surrogatepass") for w in shared)[:5]
+    size = f"{input_tokens}-token" if input_tokens else f"about {seen}-token"
+    what = (f"the words it shares with it are everyday words ({', '.join(repr(w) for w in everyday)})" if shared
+            else "none of its words occurs in it")
+    return [Finding("ungrounded", f"shares nothing specific with the {size} history it stands for: no name, "
+                    f"identifier, number or rare word of it in its {len(distinct)} content words; {what}: it is "
+                    "not a summary of that history (a reply to an empty request, or text about something "
+                    "else); re-run compaction",
+                    figures={"content_units": len(distinct), "shared_units": len(shared), "shared_rare": 0,
+                             "history_tokens": seen})]

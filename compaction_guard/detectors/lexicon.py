@@ -9,7 +9,9 @@ once in 10 million (Zipf 2) in each of its languages but Chinese, Japanese and K
 words need a segmenter), stored as one Bloom filter per language in
 data/lexicon.bin (scripts/make_lexicon.py; 8 bits a word, 5 hashes: about 2% of non-words
 read as words, which only lowers a share of non-words a little). Lookups go through
-`normalize`, the same steps the build applied to each word.
+`normalize`, the same steps the build applied to each word. data/everyday.bin holds, the
+same way, each language's everyday words (Zipf 4 or more; 10 bits a word, 7 hashes: about
+1% of other words read as everyday).
 """
 from __future__ import annotations
 
@@ -88,21 +90,21 @@ class Filter:
         return all(bits[p >> 3] >> (p & 7) & 1 for p in positions(word, self.m, self.k))
 
 
-@lru_cache(maxsize=1)
-def _index() -> tuple:
-    """(header, the filters' bytes), opened once per process. The file is mapped, not read:
-    a lookup touches a few of its pages, and the pages are the operating system's to share
-    between the workers of a check (3.6 MB read by each would be 3.6 MB more each)."""
+@lru_cache(maxsize=2)
+def _index(name: str = "lexicon.bin") -> tuple:
+    """(header, the filters' bytes) of data/<name>, opened once per process. The file is mapped,
+    not read: a lookup touches a few of its pages, and the pages are the operating system's to
+    share between the workers of a check (3.6 MB read by each would be 3.6 MB more each)."""
     import mmap
     from importlib.resources import as_file, files
-    source = files("compaction_guard").joinpath("data/lexicon.bin")
+    source = files("compaction_guard").joinpath("data/" + name)
     try:
         with as_file(source) as path, open(path, "rb") as f:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):     # not a plain file (a zip import): read it
         data = source.read_bytes()
     if data[:len(MAGIC)] != MAGIC:
-        raise ValueError("compaction_guard/data/lexicon.bin is not a lexicon file; reinstall the package")
+        raise ValueError(f"compaction_guard/data/{name} is not a lexicon file; reinstall the package")
     end = data.find(b"\n", len(MAGIC))
     return json.loads(bytes(data[len(MAGIC):end])), memoryview(data)[end + 1:]
 
@@ -112,9 +114,14 @@ def lexicon(lang: str) -> Optional[Filter]:
     return _filter(CODES.get(lang, lang))
 
 
-@lru_cache(maxsize=64)
-def _filter(lang: str) -> Optional[Filter]:
-    header, body = _index()
+def everyday(lang: str) -> Optional[Filter]:
+    """The language's everyday words (Zipf 4 or more: data/everyday.bin), or None."""
+    return _filter(CODES.get(lang, lang), "everyday.bin")
+
+
+@lru_cache(maxsize=128)
+def _filter(lang: str, name: str = "lexicon.bin") -> Optional[Filter]:
+    header, body = _index(name)
     entry = header["languages"].get(lang)
     if entry is None:
         return None

@@ -470,7 +470,7 @@ def info_free_recall(res: dict, st: str) -> tuple:
 
 
 # held to TARGET_EMPTY_RECALL (CI fails below it); the others are printed as not yet held
-EMPTY_HELD = ("published-empty",)
+EMPTY_HELD = ("published-empty", "generated-empty", "generated-empty-2")
 EMPTY_SETS = ("published-empty", "generated-empty", "generated-empty/tokens", "generated-empty-2",
               "generated-empty-2/tokens")
 TARGET_EMPTY_RECALL = 0.95
@@ -785,11 +785,9 @@ def main(argv=None) -> int:
     for st in EMPTY_SETS:
         n, failed = info_free_recall(res, st)
         if n and failed / n < TARGET_EMPTY_RECALL and st not in EMPTY_HELD:
-            why = ("held out: its misses are read only once the set is complete" if st.startswith("generated-empty-")
-                   else "the misses are a model's chat to the user (\"please share your document\") and content "
-                   "it invented, whose words a long history happens to share"
-                   + ("; with only tokensBefore known, invented content cannot be told from a summary"
-                      if st.endswith("/tokens") else ""))
+            why = ("with only tokensBefore known, content the model invented cannot be told from a summary of "
+                   "the history it never saw (a request about heartbeats, a JSON record, a chat to the user); with "
+                   "the history known the same texts are held (see the set without /tokens)")
             say(f"\nnot yet held: {st}: {failed}/{n} = {failed / n:.0%} raised a failure, target "
                 f"{TARGET_EMPTY_RECALL:.0%}: {why}")
     if args.ungrounded_review:
