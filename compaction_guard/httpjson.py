@@ -68,12 +68,12 @@ def _error_message(status: int, body: bytes) -> str:
 
 
 def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: Optional[float] = None,
-              client=None) -> dict:
+              client=None, scrub=None) -> dict:
     """POST `payload` as JSON to `url`; the decoded JSON answer on 2xx.
 
     `deadline` is a time.monotonic() value after which the call is abandoned. `client`
     is an httpx.Client to reuse (its connection pool); without one, a client is made
-    for the call."""
+    for the call. `scrub(text)` takes secrets out of an error body before it is cut short."""
     import httpx
     start = time.monotonic()
     end = start + timeout if deadline is None else min(start + timeout, deadline)
@@ -99,6 +99,8 @@ def post_json(url: str, payload: dict, headers: dict, timeout: float, deadline: 
                 chunks.append(chunk)
             raw = b"".join(chunks)
             if resp.status_code >= 300:
+                if scrub is not None:
+                    raw = scrub(raw[:65536].decode("utf-8", "replace")).encode()
                 raise HTTPFailure(resp.status_code, _error_message(resp.status_code, raw),
                                   _retry_after(resp.headers.get("retry-after")))
         try:

@@ -33,6 +33,8 @@ class _HTTPSummarizer:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._api_key = api_key or None
+        from .redact import Redactor, url_secrets
+        self._redactor = Redactor([self._api_key, *url_secrets(self.base_url)])
         self.timeout = timeout
         self.settings = settings
         self._sleep = sleep
@@ -50,10 +52,12 @@ class _HTTPSummarizer:
             self._client = None
 
     def describe(self) -> str:
-        return f"{self.name} {self.model} at {self.base_url}"
+        from .redact import safe_url
+        return f"{self.name} {self.model} at {safe_url(self.base_url)}"
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key and self._api_key in text else text
+        """Every copy of the key (whole, a prefix of 8+ characters, split, encoded) masked."""
+        return self._redactor(text)
 
     def _post(self, url: str, payload: dict, headers: dict, request: SummaryRequest, adjust=None) -> tuple:
         """(answer, retries): POST with bounded retries; `adjust(payload, failure)` may
@@ -63,7 +67,8 @@ class _HTTPSummarizer:
         adjusted = False
         while True:
             try:
-                return post_json(url, payload, headers, self.timeout, request.deadline, self._http()), retries
+                return post_json(url, payload, headers, self.timeout, request.deadline, self._http(),
+                                 scrub=self._scrub), retries
             except CallTimeout as exc:
                 raise SummarizerError(f"{self.describe()}: {exc}", "timeout", retries) from None
             except HTTPFailure as exc:
@@ -206,8 +211,9 @@ class AnthropicSummarizer(_HTTPSummarizer):
 
 
 def _reply(summarizer, content: str, reasoning_chars: int, retries: int) -> SummaryReply:
-    """Strip a closed reasoning block (warning); reasoning with no summary fails the level."""
-    r = strip_reasoning(content)
+    """Strip a closed reasoning block (warning); reasoning with no summary fails the level.
+    A key the server put in its answer is masked (the answer is stored and shown)."""
+    r = strip_reasoning(summarizer._scrub(content))
     text = r.text.strip()
     if not text and (reasoning_chars or r.kind):
         n = reasoning_chars or r.reasoning_chars

@@ -31,8 +31,11 @@ import dataclasses
 import hmac
 import ipaddress
 import json
+import math
 import os
 import re
+import secrets
+import socket
 import time
 import urllib.parse
 import uuid
@@ -48,6 +51,7 @@ from .errors import GuardError
 from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
 from .records import SummaryRecord
+from .redact import Redactor, safe_url, url_secrets
 from .state import StateStore, record_abandoned, record_chain, state_path
 from .structured import build as structured_l3
 from .summarizers import l2_target, truncate_l3
@@ -58,11 +62,138 @@ ANTHROPIC_VERSION = "2023-06-01"
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
+def _signed(body: dict) -> tuple:
+    """(bytes, mark): the body as JSON, ending with a signature of 32 spaces and tabs (JSON
+    allows whitespace after the value; every parser reads the body as without it). A
+    forwarder that drops the hop header still passes the body on as it is: a request that
+    arrives ending with the signature of a body this guard is sending is its own (508)."""
+    mark = "".join(" \t"[b] for b in (secrets.randbits(32) >> i & 1 for i in range(32)))
+    return json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n" + mark.encode(), mark
+
+
+def _signature(raw: bytes) -> Optional[str]:
+    tail = raw[-33:]
+    if len(tail) == 33 and tail[:1] == b"\n" and not tail[1:].strip(b" \t"):
+        return tail[1:].decode()
+    return None
+
+
 class UpstreamFailure(Exception):
-    def __init__(self, message: str, kind: str = "error", retries: int = 0):
+    """An upstream call that gave no usable answer. `kind`: error, timeout, or loop (the
+    upstream is this guard: fatal, no level after it is tried); `client_side`: the upstream
+    refused the request itself (a 4xx other than 401, 403, 408 and 429), which says nothing
+    of the upstream's health (the circuit breaker does not count it)."""
+
+    def __init__(self, message: str, kind: str = "error", retries: int = 0, client_side: bool = False):
         super().__init__(message)
         self.kind = kind
         self.retries = retries
+        self.client_side = client_side
+
+
+class BadRequest(ValueError):
+    """A request the guard refuses (400, in the request's own protocol)."""
+
+
+# ----------------------------------------------------------------- requests checked
+_WHOLE_FIELDS = ("max_tokens", "max_completion_tokens", "top_k", "n", "seed")
+_NUMBER_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "repeat_penalty")
+_MAX_TOKENS_LIMIT = 10_000_000
+
+
+def _no_constant(name: str):
+    raise BadRequest(f"{name} is not a JSON number (NaN and Infinity are not JSON)")
+
+
+def parse_body(raw: bytes, settings) -> dict:
+    """The request's JSON, every field of the type it must have: refused (BadRequest) when
+    it is not UTF-8 or not JSON, nests deeper than serve_max_json_depth, holds a number that
+    is not finite (`1e400`, `NaN`) or a string that is not Unicode (a lone surrogate such as
+    `\\ud800`, valid JSON that no encoder can send on), or when a field the guard reads or
+    forwards is of the wrong type (`max_tokens: "abc"`)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the request body is not UTF-8") from None
+    try:
+        body = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"the request's JSON nests deeper than {settings.serve_max_json_depth} levels") from None
+    except ValueError as exc:
+        if isinstance(exc, BadRequest):
+            raise
+        raise BadRequest("the request body is not JSON") from None
+    _walk(body, settings.serve_max_json_depth)
+    if not isinstance(body, dict):
+        raise BadRequest("the request body is not a JSON object")
+    msgs = body.get("messages")
+    if not isinstance(msgs, list):
+        raise BadRequest("the request has no messages list")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            raise BadRequest(f"messages[{i}] is not an object")
+        if not isinstance(m.get("role"), str):
+            raise BadRequest(f"messages[{i}].role is not a string")
+        c = m.get("content")
+        if not (c is None or isinstance(c, str) or (isinstance(c, list) and all(isinstance(x, dict) for x in c))):
+            raise BadRequest(f"messages[{i}].content is neither a string nor a list of parts")
+    if body.get("model") is not None and not isinstance(body["model"], str):
+        raise BadRequest("model is not a string")
+    sys_ = body.get("system")
+    if not (sys_ is None or isinstance(sys_, str) or (isinstance(sys_, list) and all(isinstance(x, dict) for x in sys_))):
+        raise BadRequest("system is neither a string nor a list of blocks")
+    for k in _WHOLE_FIELDS:
+        v = body.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _MAX_TOKENS_LIMIT
+                              or (k in ("max_tokens", "max_completion_tokens") and v < 1)):
+            raise BadRequest(f"{k} must be a whole number from {1 if k.startswith('max') else 0} to "
+                             f"{_MAX_TOKENS_LIMIT}")
+    for k in _NUMBER_FIELDS:
+        v = body.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise BadRequest(f"{k} must be a number")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        raise BadRequest("stream must be true or false")
+    for k in ("stop", "stop_sequences"):
+        v = body.get(k)
+        if not (v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))):
+            raise BadRequest(f"{k} must be a string or a list of strings")
+    for k in ("stream_options", "thinking", "metadata"):
+        if body.get(k) is not None and not isinstance(body[k], dict):
+            raise BadRequest(f"{k} must be an object")
+    return body
+
+
+def _walk(value, max_depth: int) -> None:
+    """Depth, finite numbers, and Unicode strings, everywhere in the value (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            if depth > max_depth:
+                raise BadRequest(f"the request's JSON nests deeper than {max_depth} levels")
+            for k, x in v.items():
+                _unicode(k)
+                if isinstance(x, (dict, list)):
+                    stack.append((x, depth + 1))
+                else:
+                    stack.append((x, depth))
+        elif isinstance(v, list):
+            if depth > max_depth:
+                raise BadRequest(f"the request's JSON nests deeper than {max_depth} levels")
+            for x in v:
+                stack.append((x, depth + 1) if isinstance(x, (dict, list)) else (x, depth))
+        elif isinstance(v, str):
+            _unicode(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise BadRequest("a number in the request is not finite (1e400 and the like cannot be sent on)")
+
+
+def _unicode(s: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("a string in the request is not valid Unicode (a lone surrogate such as \\ud800)") from None
 
 
 # ----------------------------------------------------------------- the two protocols
@@ -223,17 +354,22 @@ class Upstream:
             self.model = choice.model
         self.proto = "anthropic" if choice.provider == "anthropic" else "openai"
         self._key = choice.api_key(env)
+        # every copy of the key (whole, cut, split, encoded) and the URL's own credentials
+        self.scrub = Redactor([self._key, *url_secrets(self.base_url)])
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(choice.timeout, connect=min(10.0, choice.timeout)),
                                         limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
         # the local model's server answers one request at a time (one slot): the others wait
         # their turn (within their deadline) instead of being refused
         self._one_at_a_time = asyncio.Semaphore(1) if self.local is not None else None
+        # the bodies this guard is sending upstream, by the whitespace signature each ends
+        # with (see _signed): a request arriving with one of them is the guard's own
+        self.sending = set()
 
     def describe(self) -> str:
-        return f"{self.choice.provider} {self.model or '(the client’s model)'} at {self.base_url}"
+        return f"{self.choice.provider} {self.model or '(the client’s model)'} at {safe_url(self.base_url)}"
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        return self.scrub(text)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -243,13 +379,31 @@ class Upstream:
     async def call(self, body: dict) -> tuple:
         """(text, reasoning_chars, finish, retries) of one upstream call, retried on 429,
         5xx and dropped connections (llm_max_retries, Retry-After honoured)."""
-        import httpx
         body = dict(body, stream=False)
         body.pop("stream_options", None)         # only with streaming (the guard reads the whole answer)
         if self._one_at_a_time is not None:
             async with self._one_at_a_time:
                 return await self._call(await self._fit_local(body))
         return await self._call(body)
+
+    async def _post(self, url: str, body: dict, headers: dict) -> tuple:
+        """(status, headers, bytes) of one POST, its answer read up to serve_max_upstream_bytes."""
+        data, mark = _signed(body)
+        cap = self.settings.serve_max_upstream_bytes
+        self.sending.add(mark)
+        try:
+            async with self.client.stream("POST", url, content=data,
+                                          headers={**headers, "content-type": "application/json"}) as r:
+                chunks, size = [], 0
+                async for chunk in r.aiter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise UpstreamFailure(f"{self.describe()}: an answer larger than {cap:,} bytes "
+                                              "(setting serve_max_upstream_bytes)", "error")
+                    chunks.append(chunk)
+                return r.status_code, r.headers, b"".join(chunks)
+        finally:
+            self.sending.discard(mark)
 
     async def _call(self, body: dict) -> tuple:
         import httpx
@@ -268,7 +422,7 @@ class Upstream:
         retries = 0
         while True:
             try:
-                r = await self.client.post(url, json=body, headers=headers)
+                status, rheaders, raw = await self._post(url, body, headers)
             except httpx.TimeoutException:
                 raise UpstreamFailure(f"{self.describe()}: no answer within {self.choice.timeout:g} s", "timeout",
                                       retries) from None
@@ -279,21 +433,29 @@ class Upstream:
                     continue
                 raise UpstreamFailure(self._scrub(f"{self.describe()}: connection failed ({type(exc).__name__})"),
                                       "error", retries) from None
-            if (r.status_code == 429 or r.status_code >= 500) and retries < self.settings.llm_max_retries:
-                wait = _retry_after(r.headers.get("retry-after"))
+            if status == 508:
+                # a guard's answer to a request from itself: retrying it only loops again
+                raise UpstreamFailure(f"{self.describe()}: HTTP 508 Loop Detected: the upstream is this guard "
+                                      "(directly or through a forwarder); point --base-url at the model", "loop",
+                                      retries)
+            if (status == 429 or status >= 500) and retries < self.settings.llm_max_retries:
+                wait = _retry_after(rheaders.get("retry-after"))
                 wait = self.settings.llm_backoff_seconds * (2 ** retries) if wait is None else wait
                 if wait <= self.settings.llm_max_retry_after:     # the request's deadline bounds it too
                     retries += 1
                     await asyncio.sleep(wait)
                     continue
-            if r.status_code >= 300:
-                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {r.status_code}: "
-                                                  f"{_error_message(r.status_code, r.content)}"), "error", retries)
+            if status >= 300:
+                # scrubbed first, then cut: a cut message keeps no more of a key than the whole one
+                message = _error_message(status, self._scrub(raw[:65536].decode("utf-8", "replace")).encode())
+                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {status}: {message}"), "error", retries,
+                                      client_side=400 <= status < 500 and status not in (401, 403, 408, 429))
             try:
-                data = r.json()
-            except ValueError:
+                data = json.loads(raw)
+            except (ValueError, RecursionError):
                 raise UpstreamFailure(f"{self.describe()}: the answer is not JSON", "error", retries) from None
-            return (*self._parse(data), retries)
+            text, reasoning, finish = self._parse(data)
+            return self._scrub(text), reasoning, finish, retries
 
     async def _fit_local(self, body: dict) -> dict:
         """The request cut to the local model's small context, counted by its own tokenizer:
@@ -389,12 +551,61 @@ class Proxy:
     """The compaction path: upstream calls, checks, escalation, recording."""
 
     def __init__(self, upstream: Upstream, settings, home: Path, observe: bool = False, logger=None):
+        from concurrent.futures import ThreadPoolExecutor
         self.upstream = upstream
         self.settings = settings
-        self.store = StateStore(state_path(home), settings)
+        self.store = StateStore(state_path(home), settings, warn=self.log)
         self.observe = observe
-        self.in_flight = 0
+        self.in_flight = 0          # admitted: running or waiting for a slot
+        self.running = 0
         self.logger = logger
+        # parsing, the checks and L3: a bounded pool, off the event loop
+        self.pool = ThreadPoolExecutor(max_workers=max(1, settings.serve_check_threads),
+                                       thread_name_prefix="guard-check")
+        self._slots = None          # made in the server's event loop (first use)
+        self.stopping = None        # an asyncio.Event set on SIGTERM: answer at L3 now
+        self.state_error = None     # the last time the state could not be read or written, and why
+        self.refused = {}           # requests refused before any compaction, by status
+
+    async def cpu(self, fn, *args):
+        """`fn(*args)` in the check pool."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def slots(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.settings.serve_max_concurrent))
+            self.stopping = asyncio.Event()
+        return self._slots
+
+    def admit(self) -> bool:
+        """Whether one more compaction may wait for a slot (serve_max_concurrent running,
+        serve_max_queued waiting)."""
+        return self.in_flight < self.settings.serve_max_concurrent + self.settings.serve_max_queued
+
+    async def admitted(self, proto: str, body: dict, size: int) -> "Outcome":
+        async with self.slots():
+            self.running += 1
+            try:
+                return await self.compact(proto, body, size)
+            finally:
+                self.running -= 1
+
+    def read_state(self) -> dict:
+        """The state, or an empty one when it cannot be read (a directory in its place, no
+        permission): compaction goes on, /healthz says what is wrong."""
+        from .errors import GuardError as _GE
+        from .state import empty_state
+        try:
+            state = self.store.read()
+        except _GE as exc:
+            self._state_failed(str(exc))
+            return empty_state()
+        return state
+
+    def _state_failed(self, why: str) -> None:
+        if self.state_error is None or self.state_error[1] != why:
+            self.log(f"the state cannot be used: {why}")
+        self.state_error = (time.time(), why)
 
     async def compact(self, proto: str, body: dict, size: int = 0) -> Outcome:
         """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
@@ -417,8 +628,8 @@ class Proxy:
         try:
             with self.store.update() as state:
                 record_abandoned(state)
-        except GuardError:
-            pass
+        except GuardError as exc:
+            self._state_failed(str(exc))
 
     def log(self, line: str) -> None:
         """One line per request on stderr (figures only, never content)."""
@@ -430,12 +641,18 @@ class Proxy:
         text, previous, contract = request.text, request.previous, request.contract
         input_tokens = estimate_tokens(text)
         room = minimum_tokens(contract)           # what the asked structure alone needs
-        state = await asyncio.to_thread(self.store.read)
+        state = await self.cpu(self.read_state)
         skip = breaker.open_until(state) is not None and not self.observe
         deadline = time.monotonic() + s.chain_deadline_seconds
         attempts = []
         requests = level_requests(input_tokens, s)
         for req in requests[:1] if self.observe else requests:
+            if attempts and "loop" in attempts[-1].failures:
+                break                  # the upstream is the guard: L2 would loop as L1 did
+            if self.stopping is not None and self.stopping.is_set() and not skip:
+                attempts.append(Attempt(req.level, req.strategy, False, [], 0, 0.0, skipped=True,
+                                        warnings=["skipped: the server is shutting down"]))
+                continue
             why = None
             if req.level == 2:
                 req, why = adjust_l2(req, attempts[-1].failures if attempts else [], s)
@@ -459,7 +676,7 @@ class Proxy:
                 if remaining <= 0:
                     raise UpstreamFailure(f"the {s.chain_deadline_seconds:g} s deadline passed before L{req.level}",
                                           "timeout")
-                reply, reasoning_chars, finish, retries = await asyncio.wait_for(self.upstream.call(up), remaining)
+                reply, reasoning_chars, finish, retries = await self._upstream_call(up, remaining)
             except asyncio.TimeoutError:
                 attempts.append(Attempt(req.level, req.strategy, False, ["timeout"], 0, time.perf_counter() - t0,
                                         {"timeout": f"the {s.chain_deadline_seconds:g} s deadline passed"}, request=asked))
@@ -467,6 +684,12 @@ class Proxy:
             except UpstreamFailure as exc:
                 attempts.append(Attempt(req.level, req.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
                                         {exc.kind: str(exc)}, retries=exc.retries, request=asked))
+                attempts[-1].client_side = exc.client_side
+                continue
+            except Exception as exc:      # noqa: BLE001 - whatever the upstream call raised: a failed level
+                why = self.upstream.scrub(f"{self.upstream.describe()}: the call failed ({type(exc).__name__})")
+                attempts.append(Attempt(req.level, req.strategy, False, ["error"], 0, time.perf_counter() - t0,
+                                        {"error": why}, request=asked))
                 continue
             stripped = strip_reasoning(reply)
             summary = stripped.text.strip()
@@ -484,7 +707,7 @@ class Proxy:
                                         request=asked))
                 attempts[-1].text = reply
                 continue
-            verdict = await asyncio.to_thread(check_record, SummaryRecord(
+            verdict = await self.cpu(check_record, SummaryRecord(
                 f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous, contract=contract), s)
             attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                     time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
@@ -498,11 +721,11 @@ class Proxy:
         t0 = time.perf_counter()
         budget = max(l2_target(input_tokens, s), room)
         if contract.structured:
-            l3 = structured_l3(request.history, previous, contract, s, budget)
+            l3 = await self.cpu(structured_l3, request.history, previous, contract, s, budget)
         else:
-            l3 = truncate_l3(request.plain, s, budget).text
-        verdict = await asyncio.to_thread(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
-                                                                      contract=contract), s, None, True)
+            l3 = (await self.cpu(truncate_l3, request.plain, s, budget)).text
+        verdict = await self.cpu(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
+                                                             contract=contract), s, None, True)
         notes = ["L3 keeps the conversation's own words and language"]
         if contract.structured:
             notes.append(f"L3 in the structure asked for: {', '.join(contract.sections) or '<summary>'}")
@@ -511,6 +734,31 @@ class Proxy:
         attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
                                 warnings=verdict.warnings + notes))
         return Outcome(l3, 3, attempts, input_tokens, verdict.output_tokens, skip)
+
+    async def _upstream_call(self, body: dict, remaining: float) -> tuple:
+        """The upstream call within `remaining` seconds; when the server begins shutting down,
+        given up serve_shutdown_seconds - 5 s later (the request is then answered at L3)."""
+        call = asyncio.ensure_future(asyncio.wait_for(self.upstream.call(body), remaining))
+        if self.stopping is None:
+            return await call
+        stop = asyncio.ensure_future(self.stopping.wait())
+        try:
+            done, _ = await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if call in done:
+            return call.result()
+        # shutting down: the upstream has until shortly before the server must be down
+        grace = max(0.0, self.settings.serve_shutdown_seconds - 5.0)
+        done, _ = await asyncio.wait({call}, timeout=grace)
+        if call in done:
+            return call.result()
+        await _cancel_task(call)
+        raise UpstreamFailure(f"the server is shutting down and the upstream had not answered {grace:g} s later: "
+                              "answered without it", "timeout")
 
     def _level_body(self, proto: str, body: dict, req, contract: Contract = None) -> dict:
         """L2: the client's request in the upstream's protocol, made aggressive."""
@@ -547,14 +795,20 @@ class Proxy:
                              summarizer=self.upstream.describe(), provider=self.upstream.choice.provider,
                              model=self.upstream.model or "", breaker_open=out.breaker_open)
 
+        # a request the upstream refused as invalid (a 4xx of the client's making) says nothing
+        # of the upstream's health: it does not count toward opening the shared breaker
+        llm = [a for a in out.attempts if a.level < 3 and not a.skipped]
+        blamed = not (llm and all(getattr(a, "client_side", False) for a in llm))
+
         def record():
             with self.store.update() as state:
                 record_chain(state, result, via="serve")
-                breaker.record(state, out.level, out.breaker_open, self.settings)
+                if blamed or out.level != 3:
+                    breaker.record(state, out.level, out.breaker_open, self.settings)
         try:
-            await asyncio.to_thread(record)
+            await self.cpu(record)
         except GuardError as exc:
-            self.log(f"the state could not be written ({exc})")   # the client still gets its summary
+            self._state_failed(f"not written: {exc}")    # the client still gets its summary
         def said(a) -> str:
             kinds = ",".join(a.failures) or ("skipped" if a.skipped else "ok")
             http = re.search(r"HTTP (\d{3})", a.reasons.get("error", "")) if "error" in a.failures else None
@@ -656,49 +910,90 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    def allowed(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        given = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+        return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
+
+    def unauthorized(proto: str = "openai"):
+        return refuse(proto, 401, "missing or wrong token (Authorization: Bearer <token>)")
+
+    async def livez(request: Request):
+        # the one path open without the token: says the process answers, nothing more
+        return JSONResponse({"status": "ok"})
+
     async def models(request: Request):
+        if not allowed(request):
+            return unauthorized()
         model = proxy.upstream.model or "compaction-guard"
         return JSONResponse({"object": "list", "data": [{"id": model, "object": "model", "created": 0,
                                                          "owned_by": "compaction-guard"}]})
 
     async def healthz(request: Request):
-        state = await asyncio.to_thread(proxy.store.read)
-        return JSONResponse({"status": "ok", "upstream": proxy.upstream.describe(), "observe": proxy.observe,
-                             "in_flight": proxy.in_flight, "circuit_open_until": breaker.open_until(state)})
+        if not allowed(request):
+            return unauthorized()
+        state = await asyncio.to_thread(proxy.read_state)
+        doc = {"status": "ok", "upstream": proxy.upstream.describe(), "observe": proxy.observe,
+               "in_flight": proxy.in_flight, "running": proxy.running, "circuit_open_until": breaker.open_until(state)}
+        if proxy.state_error is not None:
+            at, why = proxy.state_error
+            doc.update(status="degraded", state_error=why,
+                       state_error_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)))
+        return JSONResponse(doc, status_code=200 if doc["status"] == "ok" else 503)
 
     async def metrics(request: Request):
+        if not allowed(request):
+            return unauthorized()
         text = await asyncio.to_thread(_metrics_text, proxy)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    def refuse(proto: str, status: int, message: str):
-        return JSONResponse(error_body(proto, status, message), status_code=status)
+    def refuse(proto: str, status: int, message: str, headers: Optional[dict] = None):
+        proxy.refused[status] = proxy.refused.get(status, 0) + 1
+        return JSONResponse(error_body(proto, status, message), status_code=status, headers=headers)
+
+    async def read_body(request: Request, limit: int) -> bytes:
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise OverflowError
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def handle(request: Request, proto: str):
-        if token is not None:
-            given = request.headers.get("authorization", "")
-            given = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                return refuse(proto, 401, "missing or wrong token (Authorization: Bearer <token>)")
+        if not allowed(request):
+            return unauthorized(proto)
         if request.headers.get(HOP_HEADER):
             return refuse(proto, 508, "the guard's upstream is the guard itself; point --base-url at the model")
         limit = settings.serve_max_body_bytes
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
             return refuse(proto, 413, f"request body over {limit} bytes (setting serve_max_body_bytes)")
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > limit:
-                return refuse(proto, 413, f"request body over {limit} bytes (setting serve_max_body_bytes)")
         try:
-            body = json.loads(raw)
-        except ValueError:
-            return refuse(proto, 400, "the request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return refuse(proto, 400, "the request has no messages list")
-        model = str(body.get("model") or proxy.upstream.model or "compaction-guard")
+            raw = await asyncio.wait_for(read_body(request, limit), settings.serve_body_timeout_seconds)
+        except OverflowError:
+            return refuse(proto, 413, f"request body over {limit} bytes (setting serve_max_body_bytes)")
+        except asyncio.TimeoutError:
+            return refuse(proto, 408, f"the request body did not arrive within {settings.serve_body_timeout_seconds:g} s "
+                          "(setting serve_body_timeout_seconds)")
+        mark = _signature(raw)
+        if mark is not None and mark in proxy.upstream.sending:
+            # a body this guard is sending upstream, come back (a forwarder dropped the hop header)
+            return refuse(proto, 508, "the guard's upstream is the guard itself (through a forwarder); point "
+                          "--base-url at the model")
+        try:
+            body = await proxy.cpu(parse_body, raw, settings)
+        except BadRequest as exc:
+            return refuse(proto, 400, str(exc))
+        if not proxy.admit():
+            retry = str(settings.serve_retry_after_seconds)
+            return refuse(proto, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
+                          "serve_max_concurrent, serve_max_queued); retry shortly", headers={"retry-after": retry})
+        model = body.get("model") or proxy.upstream.model or "compaction-guard"
         proxy.in_flight += 1
-        task = asyncio.ensure_future(proxy.compact(proto, body, len(raw)))
+        task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw)))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
         if proxy.observe:         # a trial: the upstream's error stays an error
             out = await _unless_gone(task, request)
@@ -710,12 +1005,17 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
             if body.get("stream"):
                 return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
         if not body.get("stream"):
-            out = await _unless_gone(task, request)
+            try:
+                out = await _unless_gone(task, request)
+            except Exception as exc:      # noqa: BLE001 - never expected; the client still gets a well-formed error
+                proxy.log(f"internal error: {type(exc).__name__}")
+                return refuse(proto, 500, f"the guard failed on this request ({type(exc).__name__}); see its log")
             if out is None:           # the client went away: nobody to answer
                 return Response(status_code=499)
             doc = anthropic_body(out, model) if proto == "anthropic" else openai_body(out, model)
             return JSONResponse(doc, headers=_headers(out))
-        return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body))
+        return LateHeadersStream(task, proto, model, settings.serve_keepalive_seconds, _usage_asked(body),
+                                 logger=proxy.log)
 
     async def chat(request):
         return await handle(request, "openai")
@@ -727,12 +1027,15 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
               Route("/chat/completions", chat, methods=["POST"]),
               Route("/v1/messages", messages, methods=["POST"]),
               Route("/v1/models", models, methods=["GET"]),
+              Route("/livez", livez, methods=["GET"]),
               Route("/healthz", healthz, methods=["GET"]),
               Route("/metrics", metrics, methods=["GET"])]
 
     async def lifespan(app):
+        proxy.slots()             # made in this event loop
         yield
         await proxy.upstream.close()
+        proxy.pool.shutdown(wait=False, cancel_futures=True)
 
     from contextlib import asynccontextmanager
     return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
@@ -766,9 +1069,10 @@ class LateHeadersStream:
     the compaction is done before the first keep-alive; otherwise keep-alive lines go out
     while it runs, and the level follows in a comment line before the events."""
 
-    def __init__(self, task, proto: str, model: str, keepalive: float, include_usage: bool = False):
+    def __init__(self, task, proto: str, model: str, keepalive: float, include_usage: bool = False, logger=None):
         self.task, self.proto, self.model, self.keepalive = task, proto, model, keepalive
         self.include_usage = include_usage
+        self.logger = logger
 
     async def __call__(self, scope, receive, send):
         started = False
@@ -803,7 +1107,18 @@ class LateHeadersStream:
             return
         finally:
             watch.cancel()
-        out = self.task.result()
+        try:
+            out = self.task.result()
+        except Exception as exc:          # noqa: BLE001 - never expected: the stream still ends well-formed
+            if self.logger is not None:
+                self.logger(f"internal error: {type(exc).__name__}")
+            message = f"the guard failed on this request ({type(exc).__name__}); see its log"
+            if self.proto == "anthropic":
+                await emit(_sse("error", error_body("anthropic", 500, message)))
+            else:
+                await emit(_sse(None, error_body("openai", 500, message)) + b"data: [DONE]\n\n")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         head = _headers(out)
         if started:
             await emit(f": compaction-guard level={out.level} failures={head['x-compaction-guard-failures']}\n\n".encode())
@@ -863,12 +1178,100 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _addresses(host: str) -> set:
+    """Every address `host` names (`127.1`, `2130706433`, `localhost.`, `[::ffff:127.0.0.1]`
+    included), IPv4-mapped IPv6 ones as IPv4; empty when it does not resolve."""
+    host = (host or "").strip("[]")
+    out = set()
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError, OSError):
+        infos = []
+    for info in infos:
+        try:
+            ip = ipaddress.ip_address(info[4][0].split("%")[0])
+        except ValueError:
+            continue
+        if ip.version == 6 and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        out.add(ip)
+    return out
+
+
+def _is_local(ip) -> bool:
+    """Whether `ip` is this machine's: loopback, or an address it can bind."""
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    fam = socket.AF_INET if ip.version == 4 else socket.AF_INET6
+    try:
+        with socket.socket(fam, socket.SOCK_DGRAM) as sock:
+            sock.bind((str(ip), 0))
+        return True
+    except OSError:
+        return False
+
+
 def check_upstream_is_not_us(base_url: str, host: str, port: int) -> None:
+    """Refuse an upstream that is this proxy: the same port on an address the proxy serves
+    (the address resolved, so every spelling of it counts; every local address when it
+    serves them all)."""
     u = urllib.parse.urlsplit(base_url)
-    up_port = u.port or (443 if u.scheme == "https" else 80)
-    if up_port == port and (u.hostname == host or (_is_loopback(u.hostname or "") and _is_loopback(host))
-                            or host in ("0.0.0.0", "::")):
-        raise GuardError(f"--base-url {base_url} is this proxy itself ({host}:{port}); point it at the model's endpoint")
+    try:
+        up_port = u.port or (443 if u.scheme == "https" else 80)
+    except ValueError:
+        raise GuardError(f"--base-url {safe_url(base_url)}: its port is not a number") from None
+    if up_port != port:
+        return
+    ups = _addresses(u.hostname or "")
+    served = _addresses(host)
+    every = not served or any(ip.is_unspecified for ip in served)
+    if (ups & served) or (every and any(_is_local(ip) for ip in ups)) \
+            or (any(ip.is_loopback for ip in ups) and any(ip.is_loopback for ip in served)):
+        raise GuardError(f"--base-url {safe_url(base_url)} is this proxy itself ({host}:{port}); point it at the "
+                         "model's endpoint")
+
+
+def _protocol_class(header_timeout: float):
+    """uvicorn's h11 protocol, except that a connection whose request headers have not all
+    arrived within `header_timeout` seconds (of its opening, or of its last answer) is closed."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        _header_timer = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self):
+            self._disarm()
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
+
+        def _disarm(self):
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_too_slow(self):
+            self._header_timer = None
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self):
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._disarm()
+
+        def on_response_complete(self):
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc):
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Protocol
 
 
 def _server_class():
@@ -877,7 +1280,18 @@ def _server_class():
     class Server(uvicorn.Server):
         """uvicorn's server, except that a SIGTERM or SIGINT that shut it down gracefully
         (every request in flight answered) ends the process with status 0, as a service
-        manager expects, instead of being raised again."""
+        manager expects, instead of being raised again; and that when it begins to shut
+        down, the compactions in flight stop waiting on the upstream (Proxy.stopping)."""
+
+        def __init__(self, config, proxy=None):
+            super().__init__(config)
+            self.proxy = proxy
+
+        async def shutdown(self, sockets=None):
+            if self.proxy is not None:
+                self.proxy.slots()
+                self.proxy.stopping.set()
+            await super().shutdown(sockets=sockets)
 
         def capture_signals(self):
             import contextlib
@@ -908,6 +1322,11 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     import uvicorn
     env = os.environ if env is None else env
     token = env.get(token_env) or None
+    if token is not None and (not token.strip() or token != token.strip() or not token.isascii()
+                              or not token.isprintable()):
+        raise GuardError(f"${token_env} is {'only whitespace' if not token.strip() else 'not one printable ASCII word'}"
+                         f" (a trailing newline?): set it to the token clients send, e.g. "
+                         f"export {token_env}=$(openssl rand -hex 24)")
     if not _is_loopback(host) and not token:
         raise GuardError(f"--host {host} is reachable from other machines: set a client token in ${token_env} "
                          "(clients send Authorization: Bearer <token>), or bind 127.0.0.1")
@@ -922,6 +1341,12 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
         if points_at_guard(choice.base_url):
             raise GuardError(f"--base-url {choice.base_url} is another compaction-guard serve; point it at the model "
                              "itself")
+    key = choice.api_key(env)
+    if key is not None and (key != key.strip() or not key.isascii() or not key.isprintable()):
+        where = f"${choice.api_key_env}" if choice.api_key_env else "the upstream key in openclaw.json"
+        what = ("a trailing newline or spaces" if key != key.strip()
+                else "characters an HTTP header cannot carry (non-ASCII or control characters)")
+        raise GuardError(f"{where} has {what}: set it to the key alone")
     upstream = Upstream(choice, settings, env)
     import sys
 
@@ -931,9 +1356,12 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
         + (" (observe: replies returned unchanged)" if observe else ""))
     app = build_app(proxy, settings, token)
+    # on SIGTERM, compactions in flight answer at L3 at once (Proxy.stopping): the server is
+    # down within serve_shutdown_seconds whatever clients do
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=int(settings.chain_deadline_seconds) + 5, lifespan="on")
-    server = _server_class()(config)
+                            timeout_graceful_shutdown=max(1, int(settings.serve_shutdown_seconds)), lifespan="on",
+                            http=_protocol_class(settings.serve_header_timeout_seconds))
+    server = _server_class()(config, proxy)
     if ready is not None:
         ready(server)
     server.run()

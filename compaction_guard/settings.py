@@ -306,10 +306,31 @@ class Settings:
     l2_repeat_penalty: float = 1.3
     # L2 after L1 was cut off or too large asks for this share of its usual target.
     l2_cut_target_scale: float = 0.5
-    # serve: request bodies over this are refused (413); a streamed request waiting on
-    # the upstream and the checks gets an SSE keep-alive line this often.
-    serve_max_body_bytes: int = 16 << 20
+    # serve: request bodies over this are refused (413). OpenClaw's real compaction requests
+    # (tests/data/openclaw-live) take 4.3-4.6 bytes of JSON per estimated token: a request
+    # filling a 1M-token context window is about 4.6 MB; 6 MB leaves room beyond it.
+    serve_max_body_bytes: int = 6 << 20
+    # ... a streamed request waiting on the upstream and the checks gets an SSE keep-alive
+    # line this often.
     serve_keepalive_seconds: float = 5.0
+    # ... the request's headers must arrive within this, its body within the next (408:
+    # a client sending a byte every few seconds holds nothing open for long).
+    serve_header_timeout_seconds: float = 10.0
+    serve_body_timeout_seconds: float = 30.0
+    # ... at most this many compactions at once (the others wait their turn), and this many
+    # waiting; beyond, 429 with Retry-After.
+    serve_max_concurrent: int = 8
+    serve_max_queued: int = 56
+    serve_retry_after_seconds: int = 5
+    # ... JSON nested deeper than this is refused (400); the upstream's answer is read up to
+    # this many bytes (a larger one is an upstream failure).
+    serve_max_json_depth: int = 64
+    serve_max_upstream_bytes: int = 8 << 20
+    # ... parsing, the checks and L3 run in this many threads, off the event loop.
+    serve_check_threads: int = 2
+    # ... on SIGTERM, compactions in flight stop waiting on the upstream and answer at L3;
+    # the server is down within this (systemd's default stop timeout is 90 s).
+    serve_shutdown_seconds: float = 20.0
     # Retries inside a level for 429, 5xx and dropped connections.
     llm_max_retries: int = 2
     llm_backoff_seconds: float = 0.5
