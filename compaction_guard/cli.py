@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
                    help="OpenClaw's state directory (default: as OpenClaw finds it: $OPENCLAW_STATE_DIR, else "
                    "$OPENCLAW_HOME/.openclaw, else ~/.openclaw)")
+    p.add_argument("--agent", choices=["openclaw", "claude-code"], default="openclaw",
+                   help="whose stores and state: OpenClaw's (default) or Claude Code's ($CLAUDE_CONFIG_DIR, else "
+                   "~/.claude; --home names its configuration directory)")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
@@ -91,11 +94,13 @@ def _read_input(path) -> str:
     return read_text(Path(path), "input file")[0]
 
 
-def _out(args, doc: dict, text: str) -> None:
+def _out(args, doc: dict, text) -> None:
+    """The document as JSON, or `text` (a string, or a function making it: rendered only
+    when asked for)."""
     if args.format == "json":
         sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(text() if callable(text) else text)
 
 
 def run_hook(argv: list) -> int:
@@ -124,14 +129,51 @@ def run_hook(argv: list) -> int:
     return 0
 
 
+def run_claude_install(action: str, argv: list) -> int:
+    """`compaction-guard install|uninstall claude-code`: the hook entries in Claude Code's settings.json."""
+    from . import claude_code
+    p = _Parser(prog=f"compaction-guard {action} claude-code",
+                description=f"{'Add' if action == 'install' else 'Remove'} the guard's hook entries "
+                            f"({', '.join(claude_code.EVENTS)}) in Claude Code's settings.json.")
+    p.add_argument("--project", metavar="DIR", help="the project's .claude/settings.json instead of the user's")
+    p.add_argument("--home", metavar="DIR", help="Claude Code's configuration directory (default $CLAUDE_CONFIG_DIR, "
+                   "else ~/.claude)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    args = p.parse_args(argv)
+    layout = claude_code.resolve(home=args.home)
+    doc = claude_code.install(layout, args.project) if action == "install" else claude_code.uninstall(layout, args.project)
+    if args.format == "json":
+        sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
+    elif action == "install":
+        what = f"added on {', '.join(doc['added'])}" if doc["added"] else "already there, nothing changed"
+        sys.stdout.write(f"{doc['settings']}: hook entries {what}\n  they run: {doc['command']}\n"
+                         f"  verdicts go to {doc['state']} (compaction-guard --agent claude-code --status / --report)\n")
+    else:
+        what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "none were there, nothing changed"
+        sys.stdout.write(f"{doc['settings']}: hook entries {what}\n")
+    return 0
+
+
 def run(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["hook", "claude-code"]:
+        from .claude_code import hook_main
+        return hook_main()
+    if argv[:1] in (["install"], ["uninstall"]):
+        if argv[1:2] != ["claude-code"]:
+            raise GuardError(f"{argv[0]} takes the agent: {argv[0]} claude-code (for OpenClaw: compaction-guard hook "
+                             "install)")
+        return run_claude_install(argv[0], argv[2:])
     if argv[:1] == ["hook"]:
         return run_hook(argv[1:])
     if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
         argv[0] = "--serve"
     args = build_parser().parse_args(argv)
-    home = layouts.resolve(state_dir=args.home)
+    if args.agent == "claude-code":
+        from . import claude_code
+        home = claude_code.resolve(home=args.home)
+    else:
+        home = layouts.resolve(state_dir=args.home)
     eff = config.load(home, overrides=args.set)
     settings = eff.settings
     flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
@@ -202,7 +244,7 @@ def run(argv=None) -> int:
         if args.compact and args.format != "json":
             sys.stdout.write(result.summary + ("" if result.summary.endswith("\n") else "\n"))
         else:
-            _out(args, result.to_dict(), render.simulate_text(result))
+            _out(args, result.to_dict(), lambda: render.simulate_text(result))
         return 0
     if args.report:
         rep = operations.report(home, settings, since=args.since)
@@ -212,10 +254,11 @@ def run(argv=None) -> int:
         if args.format == "prometheus":
             sys.stdout.write(render.report_prometheus(rep))
         else:
-            _out(args, rep, render.report_text(rep) + (f"  HTML report written to {args.html}\n" if args.html else ""))
+            _out(args, rep, lambda: render.report_text(rep)
+                 + (f"  HTML report written to {args.html}\n" if args.html else ""))
         return 0
     st = operations.status(home, settings)
-    _out(args, st, render.status_text(st))
+    _out(args, st, lambda: render.status_text(st))
     return 0
 
 

@@ -305,6 +305,6 @@ def at(state_dir, env=None) -> Layout:
 def of(where=None) -> Layout:
     """A Layout as given, the layout of an OpenClaw state directory, or (None) the one the
     environment names."""
-    if isinstance(where, Layout):
-        return where
+    if isinstance(where, Layout) or getattr(where, "agent", None) is not None:
+        return where            # a layout (OpenClaw's, or another agent's: claude_code.ClaudeLayout)
     return resolve() if where is None else at(where)

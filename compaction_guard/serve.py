@@ -1182,6 +1182,8 @@ def _addresses(host: str) -> set:
     """Every address `host` names (`127.1`, `2130706433`, `localhost.`, `[::ffff:127.0.0.1]`
     included), IPv4-mapped IPv6 ones as IPv4; empty when it does not resolve."""
     host = (host or "").strip("[]")
+    if host.endswith(".") and not host.endswith(".."):
+        host = host[:-1]            # `localhost.`: the same name, written from the root
     out = set()
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
@@ -1225,8 +1227,10 @@ def check_upstream_is_not_us(base_url: str, host: str, port: int) -> None:
     ups = _addresses(u.hostname or "")
     served = _addresses(host)
     every = not served or any(ip.is_unspecified for ip in served)
+    # connecting to 0.0.0.0 (or ::) reaches this machine's loopback
+    ups_loop = any(ip.is_loopback or ip.is_unspecified for ip in ups)
     if (ups & served) or (every and any(_is_local(ip) for ip in ups)) \
-            or (any(ip.is_loopback for ip in ups) and any(ip.is_loopback for ip in served)):
+            or (ups_loop and any(ip.is_loopback for ip in served)):
         raise GuardError(f"--base-url {safe_url(base_url)} is this proxy itself ({host}:{port}); point it at the "
                          "model's endpoint")
 

@@ -72,6 +72,18 @@ def _counts(v) -> Optional[dict]:
     return v
 
 
+def _int_or_none(v) -> bool:
+    return v is None or _int(v) is not None
+
+
+def _failure_entry(e) -> bool:
+    """A failure as the guard records it: its kind, source and time strings, its id a string
+    (or none), its level and token counts whole numbers (or none)."""
+    return isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("failure_type", "source", "detected_at")) \
+        and _str_or_none(e.get("summary_id")) \
+        and all(_int_or_none(e.get(k)) for k in ("level_used", "input_tokens", "output_tokens"))
+
+
 def _valid_day(v) -> bool:
     return isinstance(v, dict) and all(
         (_counts(n) is not None) if k == "failures" else (_int(n) is not None) for k, n in v.items())
@@ -79,7 +91,7 @@ def _valid_day(v) -> bool:
 
 # What each list or map holds; an element of the wrong shape is set aside.
 _ENTRY_CHECKS = {
-    "failures": lambda e: isinstance(e, dict) and _str_or_none(e.get("detected_at")) and _str_or_none(e.get("source")),
+    "failures": lambda e: _failure_entry(e),
     "check_history": lambda e: isinstance(e, dict) and isinstance(e.get("checked_at"), str),
     "chain_history": lambda e: isinstance(e, dict) and isinstance(e.get("at"), str),
 }
@@ -277,9 +289,18 @@ class StateStore:
             state = self.read()
             yield state
             self._trim(state)
+            self._sweep()
             self._write(state)
         finally:
             os.close(lock_fd)
+
+    def _sweep(self) -> None:
+        """Remove the temporary files of writes that never finished (a writer killed between
+        writing its copy and renaming it): every write holds the lock, so under the lock
+        any `.state-*.tmp` left is one of those."""
+        for tmp in self.path.parent.glob(".state-*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _trim(self, state: dict) -> None:
         s = self.settings

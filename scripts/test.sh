@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: the detector evaluation on the labelled
 # corpus (precision/recall per kind, fails if a target is missed) and pytest, which
-# runs the real OpenClaw (installed once and cached by scripts/setup_openclaw.sh).
+# runs the real OpenClaw and the real Claude Code (installed once and cached by
+# scripts/setup_openclaw.sh and scripts/setup_claude_code.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
 GUARD_OPENCLAW=$(./scripts/setup_openclaw.sh)
-export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1
+GUARD_CLAUDE_CODE=$(./scripts/setup_claude_code.sh)
+export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1 GUARD_CLAUDE_CODE GUARD_REQUIRE_CLAUDE_CODE=1
 .venv/bin/python tests/corpus/evaluate.py
 .venv/bin/python -m pytest -q "$@"

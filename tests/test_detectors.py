@@ -1062,3 +1062,19 @@ def test_cjk_without_an_everyday_list_is_not_judged_for_specific_content():
     assert estimate_tokens(hist) >= DEFAULT.ungrounded_specific_min_history_tokens
     r = validate("用户需要帮助。他们问了一个问题，助手回答了。接下来继续帮助用户处理他们的请求，并一起检查结果。", input=hist)
     assert not any("shares nothing specific" in x for x in r.reasons.values()), r.reasons
+
+
+@pytest.mark.parametrize("text", ["Let me read the notes file.", "I will now check the logs.",
+                                  "Voy a revisar los registros.", "Je vais lire le fichier."])
+def test_a_few_words_for_thousands_of_tokens_are_not_a_summary(text):
+    r = validate(text, input=_long_history())
+    assert r.failures == ["empty"], r.reasons
+
+
+@pytest.mark.parametrize("text", ["Still blocked on OPS-12.", "Deploy blocked, waiting on legal review of the contract."])
+def test_a_brief_summary_naming_something_is_kept_over_a_long_history(text):
+    assert "empty" not in validate(text, input=_long_history()).failures
+
+
+def test_a_few_words_over_a_short_history_are_not_judged_by_size():
+    assert "empty" not in validate("I will now check the logs.", input=_long_history(copies=1)[:3000]).failures

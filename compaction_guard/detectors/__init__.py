@@ -101,6 +101,9 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         findings += drift
         if looped is not None:
             return findings
+        if not any(f.failure for f in findings):
+            # a few words for thousands of tokens, in whatever language
+            findings += empty.too_little(content, settings, view, input_tokens, extra, previous)
         sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
         findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
         if same and not any(f.failure for f in findings):

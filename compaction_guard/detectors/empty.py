@@ -586,6 +586,31 @@ def _shape(content: str) -> str:
     return ""
 
 
+def too_little(content: str, settings, view, input_tokens: Optional[int] = None, extra: frozenset = frozenset(),
+               previous: Optional[str] = None) -> list:
+    """`empty` for a few words and no name of anything (at most empty_info_max_units content
+    words once the structure is taken away, no identifier) standing for a history of
+    ungrounded_specific_min_history_tokens or more whose text is known (at least
+    empty_info_min_seen_share of what the store says was condensed): a tool call's preamble
+    ("Let me check the logs."), a reply, not a summary of thousands of tokens. In any
+    language: it counts words, it does not read them. A summary the previous one already
+    said is carried forward, not judged here."""
+    content = strip_reasoning(content).text
+    seen = estimate_tokens(view.text)
+    if seen < settings.ungrounded_specific_min_history_tokens or (
+            input_tokens and seen < settings.empty_info_min_seen_share * input_tokens):
+        return []
+    if previous and content.strip() and content.strip() in previous:
+        return []
+    words, idents, n, _ = information_left(content, settings, extra, enough=settings.empty_info_max_units + 1)
+    if n > settings.empty_info_max_units or idents:
+        return []
+    said = ", ".join(repr(w) for w in words) or "nothing"
+    return [Finding("empty", f"information-free: it carries {n} content word(s) ({said}) and no identifier for the "
+                    f"{input_tokens or seen}-token history it stands for: a reply or a tool call's preamble, not a "
+                    "summary; re-run compaction", figures={"content_words": n, "identifiers": 0, "history_tokens": seen})]
+
+
 def none_of_the_history(content: str, settings, view, input_tokens: Optional[int] = None,
                         extra: frozenset = frozenset(), previous: Optional[str] = None) -> list:
     """A summary that carries nothing of the history it stands for (the history's text known,

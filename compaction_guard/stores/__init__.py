@@ -6,6 +6,7 @@
 - transcripts:  OpenClaw session JSONL files and archived transcripts (deleted, reset)
 - agent_db:     OpenClaw's per-agent openclaw-agent.sqlite (events, cold and deletion
                 archives, session counters)
+- claude_code:  Claude Code's session transcripts (projects/<dir>/<session>.jsonl)
 
 To add a store: a Source subclass (stores/source.py) yielding SummaryRecords with the
 store's own ids, a branch in `load_file` sniffed from content (not only the name)
@@ -20,7 +21,7 @@ from typing import Optional
 from ..errors import GuardError
 from ..layout import Layout
 from .. import sqlite_ro
-from . import agent_db, dag_state, lcm, records_file, transcripts
+from . import agent_db, claude_code, dag_state, lcm, records_file, transcripts
 from .source import ListSource, Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -95,6 +96,8 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
                          "is a summaries file)")
     if transcripts.looks_like_session_jsonl(head):
         return transcripts.SessionFileSource(path)
+    if claude_code.looks_like_transcript(head):
+        return claude_code.TranscriptSource(path)
     if path.name.endswith(".zst") or transcripts.is_archive_name(path.name):
         return transcripts.ArchiveFileSource(path)
     text, note = read_text(path, max_bytes=max_bytes)
@@ -127,8 +130,10 @@ def _memory_for(state_path: Path, layout: Optional[Layout]) -> Optional[str]:
 
 
 def discover(layout: Layout) -> tuple:
-    """(sources, errors): every store of one OpenClaw installation. A store that cannot
-    be read is an error line and the others are still checked."""
+    """(sources, errors): every store of one OpenClaw installation (or of Claude Code's, for
+    its layout). A store that cannot be read is an error line and the others are still checked."""
+    if getattr(layout, "agent", None) == "claude-code":
+        return claude_code.discover(layout.projects)
     found, errors = [], []
 
     def attempt(make):
