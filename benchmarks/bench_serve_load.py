@@ -52,13 +52,20 @@ def request_of_size(target_bytes: int) -> bytes:
         n += len(parts[-1].encode()) + 2
         i += 1
     conversation = "\n\n".join(parts)
+    def refill(text: str) -> str:
+        if "<conversation>" not in text:
+            return text
+        head, _, rest = text.partition("<conversation>")
+        _, _, tail = rest.partition("</conversation>")
+        return f"{head}<conversation>\n{conversation}\n</conversation>{tail}"
     msgs = []
     for m in body["messages"]:
         m = dict(m)
-        if isinstance(m.get("content"), str) and "<conversation>" in m["content"]:
-            head, _, rest = m["content"].partition("<conversation>")
-            _, _, tail = rest.partition("</conversation>")
-            m["content"] = f"{head}<conversation>\n{conversation}\n</conversation>{tail}"
+        if isinstance(m.get("content"), str):
+            m["content"] = refill(m["content"])
+        elif isinstance(m.get("content"), list):      # content parts, as OpenClaw sends them
+            m["content"] = [dict(p, text=refill(p["text"])) if isinstance(p, dict) and isinstance(p.get("text"), str)
+                            else p for p in m["content"]]
         msgs.append(m)
     out = dict(body, messages=msgs, stream=False)
     out.pop("stream_options", None)
@@ -112,6 +119,16 @@ def peak_mb(pid: int) -> float:
     return 0.0
 
 
+def children(pid: int) -> list:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="16 requests, 1 of the largest size")
@@ -119,7 +136,8 @@ def main() -> int:
     from compaction_guard.settings import DEFAULT
     n, big = (16, 1) if args.quick else (64, 4)
     real = request_of_size(450_000)
-    largest = request_of_size(DEFAULT.serve_max_body_bytes - 200_000)
+    largest = request_of_size(int(DEFAULT.serve_max_body_bytes * 0.93))
+    assert len(largest) <= DEFAULT.serve_max_body_bytes, len(largest)
     print(f"requests: {n} of {len(real):,} bytes (OpenClaw's compaction request, real histories), then {n - big} of "
           f"those and {big} of {len(largest):,} bytes; upstream: a good summary after 0.2 s")
     with FakeLLM([B("slow", seconds=0.2)]) as fake, tempfile.TemporaryDirectory() as home:
@@ -140,6 +158,7 @@ def main() -> int:
             guard, probes = load(base + "/v1/chat/completions", [real] * n, base)
             mixed, probes2 = load(base + "/v1/chat/completions", [real] * (n - big) + [largest] * big, base)
             mem = peak_mb(p.pid)
+            workers = [peak_mb(c) for c in children(p.pid)]
         finally:
             p.terminate()
             p.wait(30)
@@ -153,7 +172,8 @@ def main() -> int:
             if xs:
                 print(f"  {path} under load ({label}): p50 {pct(xs, .5) * 1000:.0f} ms, p99 {pct(xs, .99) * 1000:.0f} ms, "
                       f"max {max(xs) * 1000:.0f} ms ({len(xs)} asked)")
-    print(f"  guard process peak memory (VmHWM): {mem:.0f} MB")
+    print(f"  guard process peak memory (VmHWM): {mem:.0f} MB; its {len(workers)} check processes: "
+          + ", ".join(f"{w:.0f} MB" for w in workers))
     return 0
 
 

@@ -523,6 +523,13 @@ class Upstream:
         return _text_of(msg.get("content")), len(reasoning) if isinstance(reasoning, str) else 0, finish
 
 
+def _warm_check(settings) -> bool:
+    """A check in a worker process, so that its imports and data are loaded."""
+    r = check_record(SummaryRecord("warm", "Warm-up: the deploy of v2.3.1 passed.", "serve",
+                                   input_text="user: deploy v2.3.1\nassistant: it passed"), settings)
+    return r.valid
+
+
 # ----------------------------------------------------------------- one compaction
 @dataclass
 class Outcome:
@@ -559,17 +566,43 @@ class Proxy:
         self.in_flight = 0          # admitted: running or waiting for a slot
         self.running = 0
         self.logger = logger
-        # parsing, the checks and L3: a bounded pool, off the event loop
+        # parsing and the state: a bounded thread pool, off the event loop; the checks and L3
+        # (pure Python, seconds on a large history) in worker processes, so that they never
+        # hold the event loop's interpreter lock
         self.pool = ThreadPoolExecutor(max_workers=max(1, settings.serve_check_threads),
                                        thread_name_prefix="guard-check")
+        self.procs = None
+        if settings.serve_check_processes > 0:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            self.procs = ProcessPoolExecutor(max_workers=settings.serve_check_processes,
+                                             mp_context=multiprocessing.get_context("spawn"))
         self._slots = None          # made in the server's event loop (first use)
         self.stopping = None        # an asyncio.Event set on SIGTERM: answer at L3 now
         self.state_error = None     # the last time the state could not be read or written, and why
         self.refused = {}           # requests refused before any compaction, by status
 
     async def cpu(self, fn, *args):
-        """`fn(*args)` in the check pool."""
+        """`fn(*args)` in the thread pool."""
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    async def heavy(self, fn, *args):
+        """`fn(*args)` in a worker process (a thread when serve_check_processes is 0)."""
+        if self.procs is None:
+            return await self.cpu(fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.procs, fn, *args)
+
+    def warm(self) -> None:
+        """Start the worker processes and load the detectors' data in each, before the
+        first request waits on it."""
+        if self.procs is not None:
+            for f in [self.procs.submit(_warm_check, self.settings) for _ in range(self.settings.serve_check_processes)]:
+                f.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.procs is not None:
+            self.procs.shutdown(wait=False, cancel_futures=True)
 
     def slots(self) -> asyncio.Semaphore:
         if self._slots is None:
@@ -707,7 +740,7 @@ class Proxy:
                                         request=asked))
                 attempts[-1].text = reply
                 continue
-            verdict = await self.cpu(check_record, SummaryRecord(
+            verdict = await self.heavy(check_record, SummaryRecord(
                 f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous, contract=contract), s)
             attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                     time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
@@ -721,10 +754,10 @@ class Proxy:
         t0 = time.perf_counter()
         budget = max(l2_target(input_tokens, s), room)
         if contract.structured:
-            l3 = await self.cpu(structured_l3, request.history, previous, contract, s, budget)
+            l3 = await self.heavy(structured_l3, request.history, previous, contract, s, budget)
         else:
-            l3 = (await self.cpu(truncate_l3, request.plain, s, budget)).text
-        verdict = await self.cpu(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
+            l3 = (await self.heavy(truncate_l3, request.plain, s, budget)).text
+        verdict = await self.heavy(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
                                                              contract=contract), s, None, True)
         notes = ["L3 keeps the conversation's own words and language"]
         if contract.structured:
@@ -1035,7 +1068,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
         proxy.slots()             # made in this event loop
         yield
         await proxy.upstream.close()
-        proxy.pool.shutdown(wait=False, cancel_futures=True)
+        proxy.close()
 
     from contextlib import asynccontextmanager
     return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
@@ -1357,6 +1390,7 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
     proxy = Proxy(upstream, settings, home, observe, logger=log)
+    proxy.warm()
     log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
         + (" (observe: replies returned unchanged)" if observe else ""))
     app = build_app(proxy, settings, token)

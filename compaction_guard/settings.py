@@ -326,8 +326,11 @@ class Settings:
     # this many bytes (a larger one is an upstream failure).
     serve_max_json_depth: int = 64
     serve_max_upstream_bytes: int = 8 << 20
-    # ... parsing, the checks and L3 run in this many threads, off the event loop.
+    # ... parsing and the state in this many threads, the checks and L3 in this many worker
+    # processes (0: in the threads), off the event loop: /healthz answers while large
+    # compactions are checked (benchmarks/bench_serve_load.py).
     serve_check_threads: int = 2
+    serve_check_processes: int = 2
     # ... on SIGTERM, compactions in flight stop waiting on the upstream and answer at L3;
     # the server is down within this (systemd's default stop timeout is 90 s).
     serve_shutdown_seconds: float = 20.0

@@ -133,3 +133,22 @@ def test_the_hook_exits_0_whatever_it_is_given(tmp_path, stdin):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert p.stdout == "" or json.loads(p.stdout)
+
+
+def test_automatic_compaction_is_checked_too(tmp_path):
+    """Claude Code compacts on its own when the usage it is told nears its window
+    (CLAUDE_CODE_AUTO_COMPACT_WINDOW, a model with a 200k window): the same hook, the same store."""
+    binary = require()
+    with ScriptedAnthropic(summaries=[PREAMBLE], input_tokens=196000) as server:
+        cfg, work, env = setup(tmp_path, server, CLAUDE_CODE_AUTO_COMPACT_WINDOW="200000",
+                               ANTHROPIC_MODEL="claude-sonnet-4-5")
+        sid = run(binary, work, env, "Keep deploy ticket OPS-4411 in mind. Log:\n" + incident_log(3000))["session_id"]
+        run(binary, work, env, "What is the ticket?", "--resume", sid)
+        run(binary, work, env, "And the branch?", "--resume", sid)
+        assert compaction_requests(server)
+        bounds = [json.loads(x) for x in open(transcript(cfg, sid), encoding="utf-8") if '"compact_boundary"' in x]
+        assert bounds and all(b["compactMetadata"]["trigger"] == "auto" for b in bounds)
+        assert "the last compaction of this session failed its check" in json.dumps(server.requests[-1]["body"])
+        check = guard("--agent", "claude-code", "--check", "--format", "json", env=env)
+    doc = json.loads(check.stdout)
+    assert [r for r in doc["results"] if not r["valid"]], doc["results"]

@@ -66,16 +66,13 @@ def discover(projects: Path) -> tuple:
 
 
 def looks_like_transcript(head: bytes) -> bool:
-    """Whether a file's first bytes are Claude Code's transcript lines (sessionId and uuids)."""
-    for line in head.splitlines()[:30]:
-        try:
-            d = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(d, dict) and d.get("type") in _ENTRY_TYPES and "sessionId" in d \
-                and ("uuid" in d or "parentUuid" in d or d.get("type") == "queue-operation"):
-            return True
-    return False
+    """Whether a file's first bytes are Claude Code's transcript lines: an entry type of its
+    own and a sessionId, read from the bytes (its first line may be longer than the head)."""
+    first = head.lstrip()[:1]
+    if first != b"{" or b'"sessionId":' not in head:
+        return False
+    return any(k in head for k in (b'"type":"queue-operation"', b'"parentUuid":', b'"type":"file-history-snapshot"',
+                                   b'"isSidechain":'))
 
 
 _HEAD_RE = re.compile(r"\AThis session is being continued from a previous conversation[^\n]*\n+")
