@@ -388,7 +388,7 @@ class Upstream:
 
     async def _post(self, url: str, body: dict, headers: dict) -> tuple:
         """(status, headers, bytes) of one POST, its answer read up to serve_max_upstream_bytes."""
-        data, mark = _signed(body)
+        data, mark = await asyncio.to_thread(_signed, body)      # megabytes of JSON: off the loop
         cap = self.settings.serve_max_upstream_bytes
         self.sending.add(mark)
         try:
@@ -644,7 +644,7 @@ class Proxy:
         """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
         with its upstream call, and then counted as abandoned, not as a compaction."""
         t0 = time.monotonic()
-        request = read_request(proto, body)
+        request = await self.cpu(read_request, proto, body)      # regexes over megabytes: off the loop
         try:
             out = await self._compact(proto, body, request)
         except asyncio.CancelledError:
@@ -672,7 +672,7 @@ class Proxy:
     async def _compact(self, proto: str, body: dict, request: Request) -> Outcome:
         s = self.settings
         text, previous, contract = request.text, request.previous, request.contract
-        input_tokens = estimate_tokens(text)
+        input_tokens = await self.cpu(estimate_tokens, text)
         room = minimum_tokens(contract)           # what the asked structure alone needs
         state = await self.cpu(self.read_state)
         skip = breaker.open_until(state) is not None and not self.observe
