@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import urllib.parse
 from typing import Iterable, Optional
 

@@ -22,7 +22,7 @@ from compaction_guard.redact import Redactor, safe_url  # noqa: E402
 from compaction_guard.serve import BadRequest, check_upstream_is_not_us, parse_body, serve  # noqa: E402
 from compaction_guard.settings import DEFAULT  # noqa: E402
 
-from fake_llm import GOOD, B, FakeLLM, ok  # noqa: E402
+from fake_llm import GOOD, B, FakeLLM, ServerThread, ok  # noqa: E402
 from test_serve import HISTORY, MSGS, Running, free_port, oai, state, upstream  # noqa: E402
 
 KEY = "sk-upstream-secret-4f9a2c7e1b"
@@ -242,7 +242,7 @@ def test_the_start_up_check_sees_every_spelling_of_itself(host):
     check_upstream_is_not_us(f"http://{host}:8743/v1", "127.0.0.1", 8742)     # another port: fine
 
 
-class Forwarder:
+class Forwarder(ServerThread):
     """An HTTP forwarder that drops every header it does not know (the hop header too)."""
 
     def __init__(self):
@@ -275,14 +275,6 @@ class Forwarder:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
     @property
     def url(self):

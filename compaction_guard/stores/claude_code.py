@@ -183,15 +183,7 @@ class TranscriptSource(Source):
 
     def records(self, watermark) -> Iterator:
         wm = watermark or {}
-        try:
-            st = self.path.stat()
-        except OSError as exc:
-            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
-        offset = int(wm.get("offset") or 0)
-        if wm.get("inode") not in (None, st.st_ino) or offset > st.st_size:
-            if offset:
-                self.notes.append(f"{self.path}: replaced or shortened since the last check; read again from the start")
-            offset = 0
+        st, offset = self.resume_point(wm)
         self._inode = st.st_ino
         self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
         window = wm.get("window") if offset else 0

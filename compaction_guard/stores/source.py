@@ -44,6 +44,21 @@ class Source:
             self._resolved = str(self.path.resolve())
         return f"{self.kind}\x1f{self._resolved}\x1f{record.id}"
 
+    def resume_point(self, wm: dict) -> tuple:
+        """(stat, offset) of an append-only file: where the last check stopped, or 0 when the
+        file was replaced (another inode) or shortened since (said in the notes)."""
+        from ..errors import GuardError
+        try:
+            st = self.path.stat()
+        except OSError as exc:
+            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
+        offset = int(wm.get("offset") or 0)
+        if wm.get("inode") not in (None, st.st_ino) or offset > st.st_size:
+            if offset:
+                self.notes.append(f"{self.path}: replaced or shortened since the last check; read again from the start")
+            offset = 0
+        return st, offset
+
     def count(self, watermark: Optional[dict]) -> Optional[int]:
         """How many records `records(watermark)` will yield, when cheap to know."""
         return None

@@ -62,15 +62,7 @@ class SessionFileSource(Source):
 
     def records(self, watermark):
         wm = watermark or {}
-        try:
-            st = self.path.stat()
-        except OSError as exc:
-            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
-        offset = int(wm.get("offset") or 0)
-        if wm.get("inode") not in (None, st.st_ino) or offset > st.st_size:
-            if offset:
-                self.notes.append(f"{self.path}: replaced or shortened since the last check; read again from the start")
-            offset = 0
+        st, offset = self.resume_point(wm)
         self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
         self._recent = [tuple(x) for x in wm.get("recent", [])] if offset else []
         self._inode = st.st_ino
