@@ -175,12 +175,12 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     rec = SummaryRecord(f"postcompact@{now_iso()}", summary, store.KIND, input_text=history or None,
                         previous=previous, stale_scope=None)
     result = check_record(rec, settings)
+    # ids and figures only: the reason, the dropped identifiers and the user's request are
+    # read again from the transcript when the warning is given, never kept in the state
     entry = {"id": rec.id, "failures": list(result.failures), "at": now_iso(), "trigger": data.get("trigger"),
              "transcript": transcript if isinstance(transcript, str) else None}
     if result.failures:
-        lost = [i for i in identifiers_of(history, 40) if i not in summary][:12]
-        asks = _last_request(history)
-        entry.update(pending=True, reason=next(iter(result.reasons.values()), "")[:400], lost=lost, ask=asks)
+        entry["pending"] = True
     # the session's verdict (what the next prompt's warning reads); the stored summary itself
     # is counted once, by a check of the transcripts (--agent claude-code --check), not here
     with StateStore(state_path(layout), settings).update() as state:
@@ -208,16 +208,34 @@ def _warn_once(layout, session: str, event: str, settings) -> str:
             return ""
         entry["pending"] = False
         entry["warned_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    reason, lost, ask = "", [], ""
+    path = entry.get("transcript")
+    if isinstance(path, str) and Path(path).is_file():
+        reason, lost, ask = _what_was_lost(Path(path), settings)
     lines = [f"compaction-resilience-guard: the last compaction of this session failed its check "
-             f"({', '.join(entry.get('failures') or [])}): {entry.get('reason') or ''}".strip(),
+             f"({', '.join(entry.get('failures') or [])}): {reason}".strip().rstrip(":"),
              "The summary you were given does not carry the earlier conversation."]
-    if entry.get("lost"):
-        lines.append(f"Identifiers from before the compaction that the summary dropped: {', '.join(entry['lost'])}.")
-    if entry.get("ask"):
-        lines.append(f"The user's last request before it: {entry['ask']}")
+    if lost:
+        lines.append(f"Identifiers from before the compaction that the summary dropped: {', '.join(lost)}.")
+    if ask:
+        lines.append(f"The user's last request before it: {ask}")
     lines.append("If you need more, read the full transcript: "
                  f"{entry.get('transcript') or 'its path is in the summary'}.")
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": "\n".join(lines)}})
+
+
+def _what_was_lost(path: Path, settings) -> tuple:
+    """(the reason, the identifiers dropped, the user's last request) of the transcript's last
+    compaction, read from the transcript itself."""
+    from .check import check_record
+    recs = list(store.TranscriptSource(path).records(None))
+    if not recs:
+        return "", [], ""
+    last = recs[-1]
+    result = check_record(last, settings)
+    history = last.input_text or ""
+    lost = [i for i in identifiers_of(history, 40) if i not in last.content][:12]
+    return next(iter(result.reasons.values()), "")[:400], lost, _last_request(history)
 
 
 # ------------------------------------------------------------------ install

@@ -379,6 +379,11 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "totals": state["totals"],
         "last_check": state["check_history"][0] if state["check_history"] else None,
         "circuit_breaker": _breaker_summary(state, settings),
+        # sessions whose last compaction failed (a check's verdicts, and Claude Code's hook's)
+        "failed_sessions": sorted(({"session": k, "failures": v.get("failures", []), "at": v.get("at"),
+                                    "warned": not v.get("pending", False)}
+                                   for k, v in state["sessions"].items() if v.get("failures")),
+                                  key=lambda x: str(x["at"]), reverse=True)[:recent],
     }
 
 

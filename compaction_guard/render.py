@@ -263,6 +263,11 @@ def report_text(rep: dict) -> str:
     out += ["", f"  Failures recorded: {rep['failures_total']}"]
     for kind, n in rep["failures_by_kind"].items():
         out.append(f"    {kind:<18} {n}")
+    if rep.get("failed_sessions"):
+        out += ["", "  Sessions whose last compaction failed:"]
+        for x in rep["failed_sessions"]:
+            out.append(f"    {x['at']}  {x['session']}: {', '.join(map(str, x['failures']))}"
+                       + ("" if x["warned"] else " (the agent not told yet)"))
     if rep["recent_failures"]:
         out += ["", "  Recent failures:"]
         for f in rep["recent_failures"]:

@@ -80,6 +80,8 @@ def test_a_preamble_stored_as_the_summary_is_caught_and_the_agent_is_told_what_w
         assert json.dumps(server.requests[-1]["body"]).count("the last compaction of this session failed") == 1
         check = guard("--agent", "claude-code", "--check", "--format", "json", env=env)
         status = guard("--agent", "claude-code", "--status", env=env)
+        report = guard("--agent", "claude-code", "--report", env=env)
+    assert f"claude-code:{sid}: empty" in report.stdout, report.stdout
     assert check.returncode == 1, check.stderr
     doc = json.loads(check.stdout)
     fails = [r for r in doc["results"] if not r["valid"]]
