@@ -131,13 +131,24 @@ def _log_problem(env, line: str) -> None:
         pass
 
 
-def handle(data: dict, env=None, settings=None) -> str:
+def _settings(layout: ClaudeLayout, env=None):
+    """The operator's settings for Claude Code (<config>/compaction-guard/config.yaml), or the
+    defaults when that file cannot be read (the hook still runs)."""
+    from . import config
     from .settings import DEFAULT
-    settings = settings or DEFAULT
+    try:
+        return config.load(layout, env).settings
+    except GuardError as exc:
+        _log_problem(env, f"settings: {exc}"[:300])
+        return DEFAULT
+
+
+def handle(data: dict, env=None, settings=None) -> str:
     event = data.get("hook_event_name")
     session = str(data.get("session_id") or "")
     transcript = data.get("transcript_path")
     layout = resolve(env)
+    settings = settings or _settings(layout, env)
     if event == "PreCompact" and isinstance(transcript, str):
         history, _ = store.history_since_boundary(Path(transcript), settings.max_input_chars)
         keep = identifiers_of(history, 20)
@@ -197,21 +208,21 @@ def _last_request(history: str) -> str:
 
 
 def _warn_once(layout, session: str, event: str, settings) -> str:
-    from .state import StateStore, state_path
-    path = state_path(layout)
-    if not path.exists():
+    from .state import StateStore, now_iso, state_path
+    where = state_path(layout)
+    if not where.exists():
         return ""
     key = f"{store.KIND}:{session}"
-    with StateStore(path, settings).update() as state:
+    with StateStore(where, settings).update() as state:
         entry = state["sessions"].get(key)
         if not isinstance(entry, dict) or not entry.get("pending"):
             return ""
         entry["pending"] = False
-        entry["warned_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        entry["warned_at"] = now_iso()
     reason, lost, ask = "", [], ""
-    path = entry.get("transcript")
-    if isinstance(path, str) and Path(path).is_file():
-        reason, lost, ask = _what_was_lost(Path(path), settings)
+    transcript = entry.get("transcript")
+    if isinstance(transcript, str) and Path(transcript).is_file():
+        reason, lost, ask = _what_was_lost(Path(transcript), settings)
     lines = [f"compaction-resilience-guard: the last compaction of this session failed its check "
              f"({', '.join(entry.get('failures') or [])}): {reason}".strip().rstrip(":"),
              "The summary you were given does not carry the earlier conversation."]

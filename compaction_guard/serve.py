@@ -52,7 +52,7 @@ from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
 from .records import SummaryRecord
 from .redact import Redactor, safe_url, url_secrets
-from .state import StateStore, record_abandoned, record_chain, state_path
+from .state import StateStore, empty_state, record_abandoned, record_chain, state_path
 from .structured import build as structured_l3
 from .summarizers import l2_target, truncate_l3
 from .tokens import estimate_tokens
@@ -169,20 +169,14 @@ def _walk(value, max_depth: int) -> None:
     stack = [(value, 1)]
     while stack:
         v, depth = stack.pop()
-        if isinstance(v, dict):
+        if isinstance(v, (dict, list)):
             if depth > max_depth:
                 raise BadRequest(f"the request's JSON nests deeper than {max_depth} levels")
-            for k, x in v.items():
-                _unicode(k)
-                if isinstance(x, (dict, list)):
-                    stack.append((x, depth + 1))
-                else:
-                    stack.append((x, depth))
-        elif isinstance(v, list):
-            if depth > max_depth:
-                raise BadRequest(f"the request's JSON nests deeper than {max_depth} levels")
-            for x in v:
-                stack.append((x, depth + 1) if isinstance(x, (dict, list)) else (x, depth))
+            if isinstance(v, dict):
+                for k in v:
+                    _unicode(k)
+                v = v.values()
+            stack.extend((x, depth + 1) for x in v)
         elif isinstance(v, str):
             _unicode(v)
         elif isinstance(v, float) and not math.isfinite(v):
@@ -368,9 +362,6 @@ class Upstream:
     def describe(self) -> str:
         return f"{self.choice.provider} {self.model or '(the client’s model)'} at {safe_url(self.base_url)}"
 
-    def _scrub(self, text: str) -> str:
-        return self.scrub(text)
-
     async def close(self) -> None:
         await self.client.aclose()
         if self.local is not None:
@@ -431,7 +422,7 @@ class Upstream:
                     await asyncio.sleep(self.settings.llm_backoff_seconds * (2 ** retries))
                     retries += 1
                     continue
-                raise UpstreamFailure(self._scrub(f"{self.describe()}: connection failed ({type(exc).__name__})"),
+                raise UpstreamFailure(self.scrub(f"{self.describe()}: connection failed ({type(exc).__name__})"),
                                       "error", retries) from None
             if status == 508:
                 # a guard's answer to a request from itself: retrying it only loops again
@@ -447,15 +438,15 @@ class Upstream:
                     continue
             if status >= 300:
                 # scrubbed first, then cut: a cut message keeps no more of a key than the whole one
-                message = _error_message(status, self._scrub(raw[:65536].decode("utf-8", "replace")).encode())
-                raise UpstreamFailure(self._scrub(f"{self.describe()}: HTTP {status}: {message}"), "error", retries,
+                message = _error_message(status, self.scrub(raw[:65536].decode("utf-8", "replace")).encode())
+                raise UpstreamFailure(self.scrub(f"{self.describe()}: HTTP {status}: {message}"), "error", retries,
                                       client_side=400 <= status < 500 and status not in (401, 403, 408, 429))
             try:
                 data = json.loads(raw)
             except (ValueError, RecursionError):
                 raise UpstreamFailure(f"{self.describe()}: the answer is not JSON", "error", retries) from None
             text, reasoning, finish = self._parse(data)
-            return self._scrub(text), reasoning, finish, retries
+            return self.scrub(text), reasoning, finish, retries
 
     async def _fit_local(self, body: dict) -> dict:
         """The request cut to the local model's small context, counted by its own tokenizer:
@@ -580,7 +571,6 @@ class Proxy:
         self._slots = None          # made in the server's event loop (first use)
         self.stopping = None        # an asyncio.Event set on SIGTERM: answer at L3 now
         self.state_error = None     # the last time the state could not be read or written, and why
-        self.refused = {}           # requests refused before any compaction, by status
 
     async def cpu(self, fn, *args):
         """`fn(*args)` in the thread pool."""
@@ -626,11 +616,9 @@ class Proxy:
     def read_state(self) -> dict:
         """The state, or an empty one when it cannot be read (a directory in its place, no
         permission): compaction goes on, /healthz says what is wrong."""
-        from .errors import GuardError as _GE
-        from .state import empty_state
         try:
             state = self.store.read()
-        except _GE as exc:
+        except GuardError as exc:
             self._state_failed(str(exc))
             return empty_state()
         return state
@@ -983,7 +971,6 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     def refuse(proto: str, status: int, message: str, headers: Optional[dict] = None):
-        proxy.refused[status] = proxy.refused.get(status, 0) + 1
         return JSONResponse(error_body(proto, status, message), status_code=status, headers=headers)
 
     async def read_body(request: Request, limit: int) -> bytes:
@@ -1394,8 +1381,9 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
         + (" (observe: replies returned unchanged)" if observe else ""))
     app = build_app(proxy, settings, token)
-    # on SIGTERM, compactions in flight answer at L3 at once (Proxy.stopping): the server is
-    # down within serve_shutdown_seconds whatever clients do
+    # on SIGTERM, compactions in flight wait at most serve_shutdown_seconds - 5 s more for the
+    # upstream, then answer at L3 (Proxy.stopping): the server is down within
+    # serve_shutdown_seconds whatever clients do
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=max(1, int(settings.serve_shutdown_seconds)), lifespan="on",
                             http=_protocol_class(settings.serve_header_timeout_seconds))

@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import estimate_tokens
 from ..reasoning import strip_reasoning
 from ..tokens import CJK_CLASS, pieces
 from .overlap import units
@@ -596,7 +595,7 @@ def too_little(content: str, settings, view, input_tokens: Optional[int] = None,
     language: it counts words, it does not read them. A summary the previous one already
     said is carried forward, not judged here."""
     content = strip_reasoning(content).text
-    seen = estimate_tokens(view.text)
+    seen = view.tokens
     if seen < settings.ungrounded_specific_min_history_tokens or (
             input_tokens and seen < settings.empty_info_min_seen_share * input_tokens):
         return []
@@ -651,7 +650,7 @@ def none_of_the_history(content: str, settings, view, input_tokens: Optional[int
             found += 1
             if found > allowed:
                 return []
-    if input_tokens and estimate_tokens(view.text) < settings.empty_info_min_seen_share * input_tokens:
+    if input_tokens and view.tokens < settings.empty_info_min_seen_share * input_tokens:
         return []       # the text seen is a part of the history: what the rest held is unknown
     said = ", ".join(repr(w) for w in (words[:6] + idents[:3]))
     figures = {"content_words": len(words), "identifiers": len(idents), "template_share": round(share, 3),

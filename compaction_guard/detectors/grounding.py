@@ -49,6 +49,14 @@ from .overlap import InputView, units
 
 
 @lru_cache(maxsize=1)
+def _never_specific() -> frozenset:
+    """The units that are no history's specific content: the most frequent words of every
+    language and the template's words (empty.template_units), made once."""
+    from .empty import template_units
+    return common_units() | template_units()
+
+
+@lru_cache(maxsize=1)
 def common_units() -> frozenset:
     """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts),
     read once per process."""
@@ -115,8 +123,7 @@ def support(mine, content: str, view: InputView, searches: int = 64, summary_vie
     `middleware`), and the better support is kept: a prose summary of code says "middleware".
     The summary's own camelCase names stay whole: a junk `libSessions` is not grounded by a
     `lib/` in the input."""
-    from .empty import template_units
-    common = common_units() | template_units()
+    common = _never_specific()
     found, n_units, shown, pairs, t_found, t_n = _content_share(mine, view.unit_set, common)
     idents = set((summary_view or InputView(content)).identifiers(ids.scan))
     in_input = ids.Finder(view, searches)
@@ -237,15 +244,13 @@ def nothing_specific(content: str, settings, view: InputView, mine, summary_view
     least empty_info_min_seen_share of the tokens the store says were condensed. Measured:
     real overviews of their own manual page share at least one rare word with it over 1,200
     tokens and more (evaluate.py, set grounding); the generated information-free sets."""
-    from ..tokens import estimate_tokens
     from . import lexicon
-    seen = estimate_tokens(view.text)
+    seen = view.tokens
     if seen < settings.ungrounded_specific_min_history_tokens:
         return []
     if input_tokens and seen < settings.empty_info_min_seen_share * input_tokens:
         return []
-    from .empty import template_units
-    common = common_units() | template_units()
+    common = _never_specific()
     distinct = [u for u in mine if is_content(u, common)]
     if len(distinct) < settings.ungrounded_specific_min_units:
         return []

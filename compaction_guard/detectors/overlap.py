@@ -69,15 +69,24 @@ class InputView:
     """A text's figures (the input's, or the summary's own), each computed on first use
     and kept for the other detectors of the same summary."""
 
-    __slots__ = ("text", "_units", "_camel_units", "_norm", "_idents", "_ident_index")
+    __slots__ = ("text", "_units", "_camel_units", "_norm", "_idents", "_ident_index", "_tokens")
 
     def __init__(self, text: str):
         self.text = text
+        self._tokens: Optional[int] = None
         self._units: Optional[frozenset] = None
         self._camel_units: Optional[frozenset] = None
         self._norm: Optional[str] = None
         self._idents: Optional[dict] = None
         self._ident_index: Optional[frozenset] = None
+
+    @property
+    def tokens(self) -> int:
+        """The text's size in tokens (tokens.estimate_tokens)."""
+        if self._tokens is None:
+            from ..tokens import estimate_tokens
+            self._tokens = estimate_tokens(self.text)
+        return self._tokens
 
     @property
     def norm(self) -> str:

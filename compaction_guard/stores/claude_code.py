@@ -32,7 +32,6 @@ from ..tokens import content_key
 from .source import Source, keep_tail
 
 KIND = "claude-code"
-_ENTRY_TYPES = ("user", "assistant", "system", "summary", "attachment", "queue-operation", "file-history-snapshot")
 
 
 def config_dir(env=None) -> Path:
@@ -139,30 +138,50 @@ def summary_text(d: dict) -> str:
     return unwrap(c if isinstance(c, str) else "")
 
 
+def _open(path: Path):
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+
+
+def _entries(fh, pos: int) -> Iterator:
+    """(offset, end, entry) of each complete line from `pos` on: entry None for a line that is
+    not a JSON object, {} for a blank one. A last line still being written (no newline yet)
+    ends the reading."""
+    fh.seek(pos)
+    for raw in fh:
+        if not raw.endswith(b"\n"):
+            return
+        start, pos = pos, pos + len(raw)
+        if not raw.strip():
+            yield start, pos, {}
+            continue
+        try:
+            d = json.loads(raw)
+        except (ValueError, RecursionError):
+            d = None
+        yield start, pos, d if isinstance(d, dict) else None
+
+
+def _is_boundary(d: dict) -> bool:
+    return d.get("type") == "system" and d.get("subtype") == "compact_boundary"
+
+
 def history_since_boundary(path: Path, max_chars: int = 200_000) -> tuple:
     """(text of the conversation since the last compaction boundary, the last stored
     summary or None) of a transcript as it is now: what a compaction happening now replaces."""
     parts, previous = [], None
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check the transcript path") from None
-    with fh:
-        for raw in fh:
-            try:
-                d = json.loads(raw)
-            except (ValueError, RecursionError):
+    with _open(path) as fh:
+        for _, _, d in _entries(fh, 0):
+            if d is None:
                 continue
-            if not isinstance(d, dict):
-                continue
-            if d.get("type") == "system" and d.get("subtype") == "compact_boundary":
+            if _is_boundary(d):
                 parts = []
             elif d.get("isCompactSummary"):
                 previous = summary_text(d)
-            else:
-                t = entry_text(d)
-                if t:
-                    parts.append(t)
+            elif (t := entry_text(d)):
+                parts.append(t)
     return keep_tail(parts, max_chars), previous
 
 
@@ -191,26 +210,12 @@ class TranscriptSource(Source):
         previous = None
         parts, boundary = [], None
         self._window = pos
-        try:
-            fh = open(self.path, "rb")
-        except OSError as exc:
-            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
-        with fh:
-            fh.seek(pos)
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break                   # still being written: next time
-                start, pos = pos, pos + len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    d = json.loads(raw)
-                except (ValueError, RecursionError):
+        with _open(self.path) as fh:
+            for start, pos, d in _entries(fh, pos):
+                if d is None:
                     self.bad_lines += 0 if start < offset else 1
                     continue
-                if not isinstance(d, dict):
-                    continue
-                if d.get("type") == "system" and d.get("subtype") == "compact_boundary":
+                if _is_boundary(d):
                     meta = d.get("compactMetadata") if isinstance(d.get("compactMetadata"), dict) else {}
                     boundary = (meta, parts)
                     parts = []
