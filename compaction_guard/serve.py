@@ -227,6 +227,22 @@ class Request:
         return "\n\n".join(p for p in (self.previous, self.history) if p)
 
 
+def prepare(raw: bytes, proto: str, settings) -> tuple:
+    """(body, request, input_tokens): parse_body, read_request and the history's token
+    estimate in one call, which a worker process makes for a large body (json and the
+    regexes over megabytes hold the interpreter lock while they run)."""
+    body = parse_body(raw, settings)
+    request = read_request(proto, body)
+    return body, request, estimate_tokens(request.text)
+
+
+def rough_size(body: dict) -> int:
+    """About how many characters the body's messages hold (their string contents)."""
+    msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    return sum(len(m["content"]) if isinstance(m.get("content"), str) else len(str(m.get("content")))
+               for m in msgs if isinstance(m, dict))
+
+
 def read_request(proto: str, body: dict) -> Request:
     """What the request asks to be summarized: every non-system message's text; when the
     client fences the history as pi does (OpenClaw's compaction: `<conversation>` and
@@ -358,6 +374,7 @@ class Upstream:
         # the bodies this guard is sending upstream, by the whitespace signature each ends
         # with (see _signed): a request arriving with one of them is the guard's own
         self.sending = set()
+        self.offload = None         # an async fn(f, *args) running f in a worker process (Proxy.heavy)
 
     def describe(self) -> str:
         return f"{self.choice.provider} {self.model or '(the client’s model)'} at {safe_url(self.base_url)}"
@@ -379,7 +396,11 @@ class Upstream:
 
     async def _post(self, url: str, body: dict, headers: dict) -> tuple:
         """(status, headers, bytes) of one POST, its answer read up to serve_max_upstream_bytes."""
-        data, mark = await asyncio.to_thread(_signed, body)      # megabytes of JSON: off the loop
+        # megabytes of JSON: off the loop (in a worker process when large, see Proxy.prepare)
+        if self.offload is not None and rough_size(body) >= self.settings.serve_process_body_bytes:
+            data, mark = await self.offload(_signed, body)
+        else:
+            data, mark = await asyncio.to_thread(_signed, body)
         cap = self.settings.serve_max_upstream_bytes
         self.sending.add(mark)
         try:
@@ -568,9 +589,13 @@ class Proxy:
             from concurrent.futures import ProcessPoolExecutor
             self.procs = ProcessPoolExecutor(max_workers=settings.serve_check_processes,
                                              mp_context=multiprocessing.get_context("spawn"))
+        if self.procs is not None:
+            upstream.offload = self.heavy      # a large body's JSON made in a worker process
         self._slots = None          # made in the server's event loop (first use)
         self.stopping = None        # an asyncio.Event set on SIGTERM: answer at L3 now
         self.state_error = None     # the last time the state could not be read or written, and why
+        self.seen_state = None      # (monotonic time, state): the last state read or written, for /healthz
+        self._refresh = None        # /healthz's read of the state in the background, under load
 
     async def cpu(self, fn, *args):
         """`fn(*args)` in the thread pool."""
@@ -605,11 +630,20 @@ class Proxy:
         serve_max_queued waiting)."""
         return self.in_flight < self.settings.serve_max_concurrent + self.settings.serve_max_queued
 
-    async def admitted(self, proto: str, body: dict, size: int) -> "Outcome":
+    async def prepare(self, raw: bytes, proto: str) -> tuple:
+        """(body, (request, input_tokens) or None): the request parsed (BadRequest when it is
+        not well formed); a body of serve_process_body_bytes or more read whole in a worker
+        process, so that the event loop (/healthz) is not held while it is."""
+        if self.procs is not None and len(raw) >= self.settings.serve_process_body_bytes:
+            body, request, tokens = await self.heavy(prepare, raw, proto, self.settings)
+            return body, (request, tokens)
+        return await self.cpu(parse_body, raw, self.settings), None
+
+    async def admitted(self, proto: str, body: dict, size: int, prepared: Optional[tuple] = None) -> "Outcome":
         async with self.slots():
             self.running += 1
             try:
-                return await self.compact(proto, body, size)
+                return await self.compact(proto, body, size, prepared)
             finally:
                 self.running -= 1
 
@@ -621,20 +655,40 @@ class Proxy:
         except GuardError as exc:
             self._state_failed(str(exc))
             return empty_state()
+        self.seen_state = (time.monotonic(), state)
         return state
+
+    async def health_state(self) -> dict:
+        """The state /healthz reports: the one this guard last read or wrote, when that is
+        under serve_health_state_max_age_seconds old; older, read again, and while
+        compactions are in flight (their parsing holds the interpreter) answered from the
+        last one seen as the new read goes on in the background: /healthz waits on no file
+        and no thread under load."""
+        seen = self.seen_state
+        if seen is not None and time.monotonic() - seen[0] < self.settings.serve_health_state_max_age_seconds:
+            return seen[1]
+        if seen is None or not self.in_flight:
+            return await asyncio.to_thread(self.read_state)
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.ensure_future(asyncio.to_thread(self.read_state))
+        return seen[1]
 
     def _state_failed(self, why: str) -> None:
         if self.state_error is None or self.state_error[1] != why:
             self.log(f"the state cannot be used: {why}")
         self.state_error = (time.time(), why)
 
-    async def compact(self, proto: str, body: dict, size: int = 0) -> Outcome:
+    async def compact(self, proto: str, body: dict, size: int = 0, prepared: Optional[tuple] = None) -> Outcome:
         """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
-        with its upstream call, and then counted as abandoned, not as a compaction."""
+        with its upstream call, and then counted as abandoned, not as a compaction.
+        `prepared`: (request, input_tokens), when Proxy.prepare read them already."""
         t0 = time.monotonic()
-        request = await self.cpu(read_request, proto, body)      # regexes over megabytes: off the loop
+        if prepared is None:
+            request = await self.cpu(read_request, proto, body)      # regexes over megabytes: off the loop
+            prepared = (request, None)
+        request, input_tokens = prepared
         try:
-            out = await self._compact(proto, body, request)
+            out = await self._compact(proto, body, request, input_tokens)
         except asyncio.CancelledError:
             await asyncio.shield(asyncio.to_thread(self._abandoned, time.monotonic() - t0, size))
             raise
@@ -657,10 +711,11 @@ class Proxy:
         if self.logger is not None:
             self.logger(f"compaction-guard serve: {line}")
 
-    async def _compact(self, proto: str, body: dict, request: Request) -> Outcome:
+    async def _compact(self, proto: str, body: dict, request: Request, input_tokens: Optional[int] = None) -> Outcome:
         s = self.settings
         text, previous, contract = request.text, request.previous, request.contract
-        input_tokens = await self.cpu(estimate_tokens, text)
+        if input_tokens is None:
+            input_tokens = await self.cpu(estimate_tokens, text)
         room = minimum_tokens(contract)           # what the asked structure alone needs
         state = await self.cpu(self.read_state)
         skip = breaker.open_until(state) is not None and not self.observe
@@ -826,6 +881,7 @@ class Proxy:
                 record_chain(state, result, via="serve")
                 if blamed or out.level != 3:
                     breaker.record(state, out.level, out.breaker_open, self.settings)
+            self.seen_state = (time.monotonic(), state)
         try:
             await self.cpu(record)
         except GuardError as exc:
@@ -955,7 +1011,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
     async def healthz(request: Request):
         if not allowed(request):
             return unauthorized()
-        state = await asyncio.to_thread(proxy.read_state)
+        state = await proxy.health_state()
         doc = {"status": "ok", "upstream": proxy.upstream.describe(), "observe": proxy.observe,
                "in_flight": proxy.in_flight, "running": proxy.running, "circuit_open_until": breaker.open_until(state)}
         if proxy.state_error is not None:
@@ -1004,7 +1060,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
             return refuse(proto, 508, "the guard's upstream is the guard itself (through a forwarder); point "
                           "--base-url at the model")
         try:
-            body = await proxy.cpu(parse_body, raw, settings)
+            body, prepared = await proxy.prepare(raw, proto)
         except BadRequest as exc:
             return refuse(proto, 400, str(exc))
         if not proxy.admit():
@@ -1013,7 +1069,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
                           "serve_max_concurrent, serve_max_queued); retry shortly", headers={"retry-after": retry})
         model = body.get("model") or proxy.upstream.model or "compaction-guard"
         proxy.in_flight += 1
-        task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw)))
+        task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), prepared))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
         if proxy.observe:         # a trial: the upstream's error stays an error
             out = await _unless_gone(task, request)
@@ -1053,6 +1109,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
 
     async def lifespan(app):
         proxy.slots()             # made in this event loop
+        await asyncio.to_thread(proxy.read_state)       # what /healthz reports before the first compaction
         yield
         await proxy.upstream.close()
         proxy.close()

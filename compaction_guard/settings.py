@@ -331,6 +331,13 @@ class Settings:
     # compactions are checked (benchmarks/bench_serve_load.py).
     serve_check_threads: int = 2
     serve_check_processes: int = 2
+    # ... /healthz reports the state this guard last read or wrote when it is younger than
+    # this (no file read, no thread: it answers under load); older, it reads it again.
+    serve_health_state_max_age_seconds: float = 5.0
+    # ... a request body of this many bytes or more is parsed and read in a worker process,
+    # and sent upstream as JSON made there (json and regexes over megabytes hold the
+    # interpreter lock: in a thread they stall /healthz).
+    serve_process_body_bytes: int = 1 << 20
     # ... on SIGTERM, compactions in flight stop waiting on the upstream and answer at L3;
     # the server is down within this (systemd's default stop timeout is 90 s).
     serve_shutdown_seconds: float = 20.0
