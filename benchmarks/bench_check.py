@@ -5,7 +5,7 @@
 
 Each measurement runs in its own process (peak RSS from wait4). The inputs are built
 from the labelled corpus (good and failing summaries, every language) and written to
-a temporary folder. Targets (issue #2): at least 2x the literal rules' throughput on
+a temporary folder. Targets: at least 2x the literal rules' throughput on
 the 30 MB file, under 150 MB peak on the 10 MB summary, cost linear in input size.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which language-identification library for `language_drift` (issue #12): accuracy and speed.
+"""Which language-identification library for `language_drift`: accuracy and speed.
 
     python3 benchmarks/langid_choice.py
 

@@ -200,11 +200,25 @@ def simulate_text(result) -> str:
 
 
 def _daily_chart(daily: list, width: int = 40) -> list:
-    """One line per day: L1 █, L2 ▒, L3 ░ bars scaled to the busiest day, then the figures."""
+    """One line per day: L1 █, L2 ▒, L3 ░ bars scaled to the busiest day, then the figures; a run
+    of days with nothing on them is one line."""
     peak = max((d["l1_normal"] + d["l2_aggressive"] + d["l3_deterministic"] for d in daily), default=0)
     out = [f"  {'day':<10}  {'L1 █  L2 ▒  L3 ░':<{width}}  L1/L2/L3  stored(model/fallback)  failures"]
+    quiet = []            # a run of days with nothing on them: one line when it ends
+
+    def fold():
+        if len(quiet) == 1:
+            out.append(f"  {quiet[0]:<10}  {'':<{width}}  -         -")
+        elif quiet:
+            out.append(f"  {quiet[0]} to {quiet[-1]}: nothing ({len(quiet)} days)")
+        quiet.clear()
     for d in daily:
         n1, n2, n3 = d["l1_normal"], d["l2_aggressive"], d["l3_deterministic"]
+        if not (n1 or n2 or n3 or d.get("stored_by_model") or d.get("stored_by_fallback")
+                or sum(d["failures"].values())):
+            quiet.append(d["date"])
+            continue
+        fold()
         total = n1 + n2 + n3
         if peak:
             w1, w2, w3 = (round(n * width / peak) for n in (n1, n2, n3))
@@ -216,7 +230,8 @@ def _daily_chart(daily: list, width: int = 40) -> list:
         figures = f"{n1}/{n2}/{n3}" if total else "-"
         sm, sf = d.get("stored_by_model", 0), d.get("stored_by_fallback", 0)
         stored = f"{sm}/{sf}" if sm or sf else "-"
-        out.append(f"  {d['date']:<10}  {bar:<{width}}  {figures:<8}  {stored:<22}  {fails or ''}")
+        out.append(f"  {d['date']:<10}  {bar:<{width}}  {figures:<8}  {stored:<22}  {fails or ''}".rstrip())
+    fold()
     return out
 
 

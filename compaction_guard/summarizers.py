@@ -1,7 +1,7 @@
 """Summarizers: what the chain calls at each level.
 
 One small interface, `Summarizer.summarize(text, request) -> str`, so a real LLM
-(issue #3) plugs in beside the embedded default:
+plugs in beside the embedded default:
 
 - ExtractiveSummarizer: needs no model. Picks the input's most informative
   sentences (rare words, identifiers, numbers, the latest request) within a token

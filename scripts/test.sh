@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 GUARD_OPENCLAW=$(./scripts/setup_openclaw.sh)
 GUARD_CLAUDE_CODE=$(./scripts/setup_claude_code.sh)
 export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1 GUARD_CLAUDE_CODE GUARD_REQUIRE_CLAUDE_CODE=1
-.venv/bin/python tests/corpus/evaluate.py
+.venv/bin/python tests/corpus/evaluate.py --check-docs    # also fails when docs/measured.md or the README's figures are stale
 .venv/bin/python -m pytest -q "$@"

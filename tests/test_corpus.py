@@ -1,5 +1,5 @@
 """The detectors on every evaluation set (real data and the hand-written corpus) must meet
-issue #9's targets; the sets must be what the README says they are."""
+the evaluation's targets; the sets must be what the README says they are."""
 import sys
 from collections import Counter
 from pathlib import Path

@@ -34,6 +34,29 @@ def test_skill_md_frontmatter():
         assert usage in text
 
 
+def test_the_daily_table_folds_runs_of_empty_days_into_one_line():
+    from compaction_guard.render import _daily_chart
+
+    def day(date, l1=0, fails=0):
+        return {"date": date, "l1_normal": l1, "l2_aggressive": 0, "l3_deterministic": 0,
+                "stored_by_model": 0, "stored_by_fallback": 0, "failures": {"empty": fails} if fails else {}}
+    days = [day(f"2026-11-{d:02d}") for d in range(1, 29)] + [day("2026-11-29", l1=2)] \
+        + [day("2026-11-30")] + [day("2026-12-01", fails=1)] + [day("2026-12-02"), day("2026-12-03")]
+    lines = _daily_chart(days)
+    assert lines[1] == "  2026-11-01 to 2026-11-28: nothing (28 days)"
+    assert lines[2].startswith("  2026-11-29  ██") and "2/0/0" in lines[2]
+    assert lines[3].split() == ["2026-11-30", "-", "-"]          # one quiet day: its own line
+    assert lines[4].startswith("  2026-12-01") and lines[4].rstrip().endswith("1")
+    assert lines[5] == "  2026-12-02 to 2026-12-03: nothing (2 days)" and len(lines) == 6
+
+
+def test_status_fits_one_screen(demo_home):
+    _activity(demo_home)
+    out = run_guard("--status", home=demo_home).stdout
+    assert len(out.splitlines()) <= 10 and max(map(len, out.splitlines())) <= 200, out
+    assert "circuit breaker OPEN until" in out and "Last check:" in out
+
+
 def test_report_text_has_days_sources_breaker(demo_home):
     _activity(demo_home)
     p = run_guard("--report", home=demo_home)

@@ -119,21 +119,23 @@ def test_a_good_answer_passes_at_l1_and_the_usage_chunk_is_sent(home):
 
 
 def test_the_readme_routes_only_compaction_through_the_guard_and_openclaw_accepts_it(tmp_path):
-    """The README's openclaw.json, as OpenClaw validates it (`openclaw config validate`)."""
+    """The openclaw.json of the README and of docs/serve.md, as OpenClaw validates it
+    (`openclaw config validate`)."""
     import re
     from openclaw_real import openclaw
     where = require_openclaw()
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("Route **only compaction** through it", 1)[1]
-    snippet = re.search(r"```json5\n(.*?)```", block, re.S).group(1)
-    state = tmp_path / "home" / ".openclaw"
-    state.mkdir(parents=True)
-    (state / "openclaw.json").write_text(snippet)
-    p = openclaw(where, tmp_path / "home", "config", "validate", "--json")
-    assert json.loads(p.stdout.strip().splitlines()[-1])["valid"] is True, p.stdout + p.stderr
-    cfg = json.loads(openclaw(where, tmp_path / "home", "config", "get", "agents.defaults.compaction.model",
-                              "--json").stdout.strip().splitlines()[-1])
-    assert cfg == "guard/gpt-4o-mini"
+    snippets = [m for page in ("README.md", "docs/serve.md")
+                for m in re.findall(r"```json5\n(.*?)```", (ROOT / page).read_text(), re.S)]
+    assert len(snippets) >= 2
+    for i, snippet in enumerate(snippets):
+        state = tmp_path / f"home{i}" / ".openclaw"
+        state.mkdir(parents=True)
+        (state / "openclaw.json").write_text(snippet)
+        p = openclaw(where, tmp_path / f"home{i}", "config", "validate", "--json")
+        assert json.loads(p.stdout.strip().splitlines()[-1])["valid"] is True, p.stdout + p.stderr
+        cfg = json.loads(openclaw(where, tmp_path / f"home{i}", "config", "get", "agents.defaults.compaction.model",
+                                  "--json").stdout.strip().splitlines()[-1])
+        assert cfg == "guard/gpt-4o-mini"
 
 
 def test_the_chain_refuses_a_model_that_is_the_guards_own_proxy(home, tmp_path):
