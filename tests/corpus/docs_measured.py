@@ -164,11 +164,15 @@ def headline(ev, res: dict, seed: dict) -> str:
     rows.append(f"| [{loops['pos']} loops written by two real model families](docs/measured.md#{_anchor('model')}): "
                 f"caught | {loops['hit']} ({_pct(loops['hit'], loops['pos'])}) "
                 f"| {sloops['hit']} ({_pct(sloops['hit'], sloops['pos'])}) |")
-    rows.append(f"| the same models' {loops['neg']} outputs that do not loop: false alarms (repetition) "
+    rows.append(f"| [the same models' {loops['neg']} outputs that do not loop](docs/measured.md#{_anchor('openclaw')}): "
+                "false alarms (repetition) "
                 f"| {loops['fa']} ({_pct(loops['fa'], loops['neg'])}) "
                 f"| {sloops['fa']} ({_pct(sloops['fa'], sloops['neg'])}) |")
     n, a, sn, sa = good(REAL_LOOP_SETS)
-    rows.append(f"| the same models' {n} good outputs: false alarms (any kind) | {a} ({_pct(a, n)}) "
+    kinds = sorted({k for s in REAL_LOOP_SETS for k in res["alarm_kinds"].get(s, {})})
+    which = f", all {' and '.join(f'`{k}`' for k in kinds)}" if a and len(kinds) <= 2 else ""
+    rows.append(f"| [the same models' {n} good outputs](docs/measured.md#{_anchor('gemma')}): false alarms (any kind) "
+                f"| {a} ({_pct(a, n)}{which}) "
                 f"| {sa} ({_pct(sa, sn)}) |")
     for st, what in (("published-empty", "information-free summaries people published"),
                      ("generated-empty", "information-free summaries the real OpenClaw and local models wrote")):

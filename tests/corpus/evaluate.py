@@ -60,7 +60,7 @@ import functools
 import json
 import sys
 from functools import lru_cache
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -529,6 +529,7 @@ def evaluate(items: list, verdict) -> dict:
     """cells[(set, lang, kind)] = {neg, fa, pos, hit, fa_ids, miss_ids}; good[(set, lang)] = [n, alarmed, ids]."""
     cells = defaultdict(lambda: {"neg": 0, "fa": 0, "pos": 0, "hit": 0, "fa_ids": [], "miss_ids": []})
     good = defaultdict(lambda: [0, 0, []])
+    alarm_kinds = defaultdict(Counter)        # [set]: the kinds of the false alarms on its good items
     reasons = {}
     core = [0, 0, []]
     hand_real = [0, 0, []]
@@ -563,6 +564,7 @@ def evaluate(items: list, verdict) -> dict:
             if failures:
                 g[1] += 1
                 g[2].append(it.id)
+                alarm_kinds[it.set].update(failures)
         for kind, t in it.truth.items():
             if t is None:
                 continue
@@ -585,7 +587,7 @@ def evaluate(items: list, verdict) -> dict:
                     c["fa"] += 1
                     c["fa_ids"].append(it.id)
     return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons, "noted": noted,
-            "info_free": info_free}
+            "info_free": info_free, "alarm_kinds": alarm_kinds}
 
 
 def info_free_report(res: dict) -> str:
