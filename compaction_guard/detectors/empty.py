@@ -14,7 +14,8 @@ from typing import Optional
 
 from ..findings import Finding
 from ..reasoning import strip_reasoning
-from ..tokens import CJK_CLASS, pieces
+from ..tokens import CJK_CLASS, PIECE, pieces
+from .identifiers import scan
 from .overlap import units
 
 # ---------------------------------------------------------------------------
@@ -403,14 +404,14 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     Most summaries say plenty: their distinct units less the never-content and template ones
     (set operations) number more than `enough` beyond what headings, labels and tags could
     take (a few a line that could be one), and the text is read no further."""
-    from .identifiers import scan
     common, nothing = _skip_units()
     enough = enough or (settings.empty_info_max_units + 1)
     allowance = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
     # there settles it without reading on (most summaries)
     for prefix in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
-        seen = set(units(prefix)) if prefix is not None else {u for _, piece in pieces(text) for u in units(piece)}
+        seen = set(units(prefix if prefix is not None else text)) if prefix is not None or len(text) <= PIECE \
+            else {u for _, piece in pieces(text) for u in units(piece)}
         cand = seen.difference(common, nothing)
         if extra:
             cand -= extra
