@@ -406,7 +406,7 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     take (a few a line that could be one), and the text is read no further."""
     common, nothing = _skip_units()
     enough = enough or (settings.empty_info_max_units + 1)
-    allowance = None
+    allowance = labels = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
     # there settles it without reading on (most summaries)
     for prefix in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
@@ -420,6 +420,11 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
                 allowance = _label_allowance(text)
             if len(cand) - allowance > enough and (text.isascii() or _more_than(cand, enough + allowance)):
                 return [], [], enough, 0
+            # the allowance is a bound (a CJK label may take 60 pairs); the labels say exactly
+            if labels is None:
+                labels = _label_units(text)
+            if _more_than(cand - labels, enough - 1):       # enough content units, whatever the rest holds
+                return [], [], enough, 0
     if allowance is None:
         allowance = _label_allowance(text)
     if could_fire is not None:
@@ -430,7 +435,8 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
         if not could_fire(max(0, n0 - allowance), t0 + allowance):
             return [], [], n0, t0
     # what remains, by set operations: the template's units present, the content ones
-    labels = _label_units(text)
+    if labels is None:
+        labels = _label_units(text)
     template = {u for u in seen if u in nothing or u in extra or u in labels} - common
     content = {u for u in cand - labels if not isinstance(u, bytes) or len(u) > 2}
     template = {u for u in template if not isinstance(u, bytes) or len(u) > 2}
@@ -511,7 +517,14 @@ def _label_units(text: str) -> frozenset:
     if "<" in text:
         for m in _TAG_NAME_RE.finditer(text):
             out.update(units(m.group(1)))
-    for m in _LABEL_RE.finditer(text):
+    # a label is a whole line (_LABEL_RE matches within one): only a line holding a `#`, or
+    # ending on a colon or `**`, can be one (a membership test and an endswith per line)
+    for line in text.split("\n"):
+        if "#" not in line and not line.rstrip(" \t").endswith((":", "**")):
+            continue
+        m = _LABEL_RE.match(line)
+        if m is None:
+            continue
         label = m.group(1) or m.group(2) or m.group(3)
         if label and len(label.split()) <= _LABEL_WORDS and not _DIGIT_RE.search(label):
             out.update(units(label))
