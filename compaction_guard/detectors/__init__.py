@@ -12,6 +12,7 @@ from . import contract, cutoff, empty, garbled, grounding, identifiers, inflatio
     repetition, transcript
 from .stale import StaleTracker
 from ..contract import minimum_tokens
+from ..reasoning import strip_reasoning
 
 __all__ = ["detect_all", "StaleTracker", "cutoff", "empty", "garbled", "grounding", "identifiers", "inflation",
            "language", "markers", "overlap", "repetition", "transcript"]
@@ -61,7 +62,8 @@ def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, i
 def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, view, measures, background,
                   previous, required=None) -> list:
     extra = _request_words(required)
-    findings = empty.detect(content, settings, input_tokens, input_text)
+    reasoning = strip_reasoning(content)       # read by both of empty's checks
+    findings = empty.detect(content, settings, input_tokens, input_text, reasoning)
     cut = []
 
     def cut_off() -> list:         # asked by repetition and below: measured once
@@ -81,7 +83,7 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         findings += empty.unfilled_template(content, settings, input_text)
     if not any(f.failure for f in findings):
         # well formed and carrying nothing (loops, noise and markers say more)
-        findings += empty.information_free(content, settings, input_tokens, extra)
+        findings += empty.information_free(content, settings, input_tokens, extra, reasoning)
     if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
-from ..reasoning import strip_reasoning
+from ..reasoning import Reasoning, strip_reasoning
 from ..tokens import CJK_CLASS, PIECE, pieces
 from .identifiers import scan
 from .overlap import units
@@ -246,9 +246,11 @@ def grounded(text: str, input_text: Optional[str], settings) -> bool:
     return sum(1 for w in words if w in source) >= settings.empty_grounded_share * len(words)
 
 
-def detect(content: str, settings, input_tokens: Optional[int] = None, input_text: Optional[str] = None) -> list:
+def detect(content: str, settings, input_tokens: Optional[int] = None, input_text: Optional[str] = None,
+           reasoning: Optional[Reasoning] = None) -> list:
+    """`reasoning`: strip_reasoning(content), when the caller has it."""
     findings = []
-    reasoning = strip_reasoning(content)
+    reasoning = reasoning or strip_reasoning(content)
     text = reasoning.text
     if reasoning.kind:
         if not text.strip() or informative_chars(text, settings.min_summary_chars) < settings.min_summary_chars:
@@ -409,7 +411,10 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     allowance = labels = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
     # there settles it without reading on (most summaries)
-    for prefix in ((text[:_GATE_CHARS],) if len(text) > _GATE_CHARS else ()) + (None,):
+    # (CJK units are character pairs, dear to make, and many in a few characters: a shorter prefix first)
+    gates = (_CJK_GATE_CHARS, _GATE_CHARS) if not text.isascii() and _CJK_CHAR_RE.search(text, 0, _CJK_GATE_CHARS) \
+        else (_GATE_CHARS,)
+    for prefix in tuple(text[:g] for g in gates if len(text) > g) + (None,):
         seen = set(units(prefix if prefix is not None else text)) if prefix is not None or len(text) <= PIECE \
             else {u for _, piece in pieces(text) for u in units(piece)}
         cand = seen.difference(common, nothing)
@@ -473,6 +478,7 @@ def _in_order(text: str, content: set, most: int) -> list:
 
 
 _GATE_CHARS = 320
+_CJK_GATE_CHARS = 96
 
 
 def _label_allowance(text: str) -> int:
@@ -482,7 +488,7 @@ def _label_allowance(text: str) -> int:
     lines = text.count("\n#") + text.count(" #") + text.count("**") // 2 + text.count(":\n") + text.count(": \n") \
         + (text[:256].lstrip()[:1] == "#") + (text[-256:].rstrip()[-1:] == ":")
     # a CJK label is one word of many character pairs
-    per = _LABEL_WORDS if text.isascii() or not _CJK_CHAR_RE.search(text) else 60
+    per = _LABEL_WORDS if not lines or text.isascii() or not _CJK_CHAR_RE.search(text) else 60
     return per * lines + 2 * text.count("<")
 
 
@@ -543,14 +549,16 @@ _CHARS_PER_WORD = 12
 _FENCE_OPEN_RE = re.compile(r"^\s*(```|~~~)", re.M)
 
 
-def information_free(content: str, settings, input_tokens: Optional[int] = None, extra: frozenset = frozenset()) -> list:
+def information_free(content: str, settings, input_tokens: Optional[int] = None, extra: frozenset = frozenset(),
+                     reasoning: Optional[Reasoning] = None) -> list:
     """`empty` for a summary that carries nothing once its structure is taken away (see
     information_left): a template whose every section says "none" in its own words, a sentence
     that the conversation was empty or that no task was given, a summary about summarizing, a
     heading or an opened fence and then nothing, wrappers nested around a line of bookkeeping,
     a fallback worded as a sentence with message counts. Over a history under
-    empty_info_min_input_tokens it is a warning (a greeting summarized as a greeting)."""
-    content = strip_reasoning(content).text       # reasoning before the summary is not the summary
+    empty_info_min_input_tokens it is a warning (a greeting summarized as a greeting). `reasoning`:
+    strip_reasoning(content), when the caller has it."""
+    content = (reasoning or strip_reasoning(content)).text       # reasoning before the summary is not the summary
 
     def fires(n: int, template: int) -> bool:
         # a few words of the work ("Es un error en el espacio de almacenamiento", "Set up the
