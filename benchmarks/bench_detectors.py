@@ -193,14 +193,18 @@ def mixed(path: Path, n: int, label: str, record: Optional[list] = None) -> None
     print(f"  guard / seed time: {g[0] / s[0]:.2f} on one core, {g2[0] / s[0]:.2f} as it runs, {g3[0] / s[0]:.2f} "
           "without the inputs (target <= 0.5)"
           f"   [{time.perf_counter() - t0:.0f} s]")
+    entry = {"label": label, "summaries": n, "guard_seconds": round(g3[0], 2),
+             "seed_seconds": round(s[0], 2), "ratio": round(g3[0] / s[0], 2),
+             "guard_runs": [round(r[0][0], 2) for r in runs], "seed_runs": [round(r[1][0], 2) for r in runs],
+             "with_inputs_one_core_seconds": round(g[0], 2), "with_inputs_as_it_runs_seconds": round(g2[0], 2),
+             "cores": os.cpu_count(), "megabytes_with_inputs": round(path.stat().st_size / 1e6, 1)}
     if record is not None:
-        record.append({"label": label, "summaries": n, "guard_seconds": round(g3[0], 2),
-                       "seed_seconds": round(s[0], 2), "ratio": round(g3[0] / s[0], 2),
-                       "guard_runs": [round(r[0][0], 2) for r in runs], "seed_runs": [round(r[1][0], 2) for r in runs]})
+        record.append(entry)
     p = subprocess.run([sys.executable, "-c", BREAKDOWN, str(path) + ".text-only.json", str(ROOT)],
                        capture_output=True, text=True)
     if p.returncode == 0:
         spent = json.loads(p.stdout)
+        entry["detectors_seconds"] = {k.strip(): round(v, 2) for k, v in spent.items()}
         print("\nwhere the guard's time goes without the inputs (each detector wrapped and timed, one core; "
               f"the seed's rules took {s[0]:.2f} s in all):")
         for name in ("loading", "checking, in all", "all detectors", "repetition", "  repetition: normalize",

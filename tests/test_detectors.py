@@ -1078,3 +1078,54 @@ def test_a_brief_summary_naming_something_is_kept_over_a_long_history(text):
 
 def test_a_few_words_over_a_short_history_are_not_judged_by_size():
     assert "empty" not in validate("I will now check the logs.", input=_long_history(copies=1)[:3000]).failures
+
+
+# --- information_left's shortcuts say what the whole reading says ------------------------
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["## Goal", "**Decisions**:", "Open TODOs:", "# 1. Plan", "- none", "None.", "(none)",
+                           "the", "deploy", "OPS-12", "billing", "Stripe", "webhook", "retry", "n/a", "  ", "\t",
+                           "\n", "\r\n", ":", "**", "#", "<summary>", "</summary>", "部署", "数据库迁移", "完成了",
+                           "**问题：**", "Нет", "задачи", "No prior history.", "Summary", "conversation", "v2.3.1",
+                           "auth_middleware", "2026-11-02", "x" * 30, "中文" * 40])
+# and words of its own, so that a text holds a few or many distinct content words
+def _template_words() -> list:
+    from compaction_guard.detectors import empty
+    return sorted(u.decode() if isinstance(u, bytes) else u for u in empty.template_units())
+
+
+_WORDS = st.one_of(_PIECES, _PIECES, st.sampled_from(_template_words()), st.sampled_from(_template_words()), st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=9),
+                   st.text(alphabet="数据库迁移完成部署问题", min_size=1, max_size=4))
+
+
+@hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_WORDS, st.sampled_from([" ", " ", "\n"])), max_size=120).map(
+    lambda parts: "".join(w + sep for w, sep in parts)))
+def test_label_units_read_line_by_line_are_the_whole_text_scan(text):
+    from compaction_guard.detectors import empty
+    from compaction_guard.detectors.overlap import units
+    expected = set()
+    if "<" in text:
+        for m in empty._TAG_NAME_RE.finditer(text):
+            expected.update(units(m.group(1)))
+    for m in empty._LABEL_RE.finditer(text):
+        label = m.group(1) or m.group(2) or m.group(3)
+        if label and len(label.split()) <= empty._LABEL_WORDS and not empty._DIGIT_RE.search(label):
+            expected.update(units(label))
+    assert empty._label_units(text) == expected
+
+
+@hsettings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_WORDS, st.sampled_from([" ", " ", " ", "\n"])), max_size=160).map(
+    lambda parts: "".join(w + sep for w, sep in parts)))
+def test_information_free_with_its_shortcuts_decides_as_the_whole_reading_does(text):
+    """The prefixes read first, the labels' bound and the early returns only save time: the
+    verdict is the one the whole text's counts give."""
+    from compaction_guard.detectors import empty
+    from compaction_guard.reasoning import strip_reasoning
+    s = DEFAULT
+    _w, _i, n, template = empty.information_left(strip_reasoning(text).text, s, enough=1 << 30)
+    share = template / (template + n) if template + n else 1.0
+    fires = n <= 1 or (n <= s.empty_info_max_units and share > s.empty_info_min_template_share) \
+        or (n <= s.empty_info_echo_max_units and share >= s.empty_info_echo_min_template_share)
+    assert bool(empty.information_free(text, s)) == fires

@@ -131,7 +131,48 @@ def measured_page(ev, res: dict, seed: dict, counts: dict) -> str:
             kinds = ", ".join(f"`{k}` {v}" for k, v in sorted(r[2].items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(f"| `{st}` | | {lang} | {r[1]} of {r[0]} ({_pct(r[1], r[0])}) | {kinds} |")
     out.append("")
+    out += speed_section()
     return "\n".join(out) + "\n"
+
+
+# what each timed detector is, in the order the speed table lists them
+_TIMED = (("loading", "reading the file"), ("checking, in all", "checking, in all"),
+          ("repetition", "repetition"), ("repetition: normalize", "of which normalizing"),
+          ("repetition: zstd novelty", "of which the zstd novelty"), ("garbled", "garbled"),
+          ("empty (information-free)", "information-free"), ("empty", "empty's other checks"),
+          ("empty (unfilled template)", "unfilled template"), ("cut_off (also inside repetition)", "cut_off"),
+          ("markers", "markers"))
+
+
+def speed_section() -> list:
+    """The mixed files' times, read from the recorded benchmark (not re-measured here: a shared
+    machine's speed drifts from one run to the next)."""
+    if not SPEED.exists():
+        return []
+    sp = json.loads(SPEED.read_text(encoding="utf-8"))
+    out = ['<a id="speed"></a>', "", "## Speed", "",
+           f"Recorded by `{sp['command']}` on {sp['measured_on']} ({sp['cpus']} cores): {sp['what']}. "
+           "Target: at most half the original rules' time on both files.", "",
+           "| file | guard, one core | original rules, one core | guard / rules | with the inputs (fidelity "
+           "checks too): one core, as it runs |", "|---|---|---|---|---|"]
+    mixes = sp.get("mixes", [])
+    for m in mixes:
+        inputs = (f"{m['with_inputs_one_core_seconds']:.2f} s, {m['with_inputs_as_it_runs_seconds']:.2f} s "
+                  f"({m['megabytes_with_inputs']} MB)") if "with_inputs_one_core_seconds" in m else "-"
+        out.append(f"| {m['summaries']:,} summaries, {m['label']} | {m['guard_seconds']:.2f} s (runs "
+                   f"{', '.join(f'{x:.2f}' for x in m['guard_runs'])}) | {m['seed_seconds']:.2f} s (runs "
+                   f"{', '.join(f'{x:.2f}' for x in m['seed_runs'])}) | ×{m['ratio']:.2f} | {inputs} |")
+    timed = [m for m in mixes if m.get("detectors_seconds")]
+    if timed:
+        out += ["", "Where the guard's time goes without the inputs (each detector wrapped and timed, one core; "
+                "a detector another one calls is counted in both):", "",
+                "| | " + " | ".join(m["label"] for m in timed) + " |", "|---" * (len(timed) + 1) + "|"]
+        for key, what in _TIMED:
+            if any(key in m["detectors_seconds"] for m in timed):
+                out.append(f"| {what} | " + " | ".join(f"{m['detectors_seconds'].get(key, 0.0):.2f} s"
+                                                       for m in timed) + " |")
+    out.append("")
+    return out
 
 
 def _fa(c: dict) -> str:
@@ -189,7 +230,7 @@ def headline(ev, res: dict, seed: dict) -> str:
     if SPEED.exists():
         sp = json.loads(SPEED.read_text(encoding="utf-8"))
         for mix in sp.get("mixes", []):
-            rows.append(f"| [{mix['summaries']:,} summaries, {mix['label']}](docs/reliability.md#speed-and-memory): time on one "
+            rows.append(f"| [{mix['summaries']:,} summaries, {mix['label']}](docs/measured.md#speed): time on one "
                         f"core | {mix['guard_seconds']:.2f} s (×{mix['ratio']:.2f}) | {mix['seed_seconds']:.2f} s |")
     return "\n".join(rows)
 
