@@ -1129,3 +1129,17 @@ def test_information_free_with_its_shortcuts_decides_as_the_whole_reading_does(t
     fires = n <= 1 or (n <= s.empty_info_max_units and share > s.empty_info_min_template_share) \
         or (n <= s.empty_info_echo_max_units and share >= s.empty_info_echo_min_template_share)
     assert bool(empty.information_free(text, s)) == fires
+
+
+def test_every_other_script_digit_has_a_lead_byte_the_repetition_gate_knows():
+    """normalize looks for digits of other scripts only where their UTF-8 lead bytes are: every
+    character `\\d` matches besides 0-9, in this interpreter's Unicode, must have one of them."""
+    import re
+    import sys
+    from compaction_guard.detectors import repetition
+    d = re.compile(r"[^\D0-9]")
+    missed = [hex(c) for c in range(0x80, sys.maxunicode + 1)
+              if not 0xD800 <= c < 0xE000 and d.match(chr(c))
+              and not repetition._OTHER_DIGIT_LEAD_RE.match(chr(c).encode("utf-8"))]
+    assert not missed
+    assert repetition.normalize("٣ ٤ x३ ３") == b"0 0 x0 0"

@@ -77,9 +77,9 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
         data = text.encode("utf-8", "surrogatepass")
         if not mask_digits:
             return data
-        # digits of other scripts (٣, ३, ３: all from U+0660 up, so a UTF-8 lead byte from 0xD9
-        # up) are masked as a regex sees them
-        if not text.isascii() and _HIGH_LEAD_RE.search(data) and _OTHER_DIGIT_RE.search(text):
+        # digits of other scripts (٣, ३, ３) are masked as a regex sees them (looked for only
+        # where their lead bytes are)
+        if not text.isascii() and _OTHER_DIGIT_LEAD_RE.search(data) and _OTHER_DIGIT_RE.search(text):
             return _DIGITS_RE.sub("0", text).encode("utf-8", "surrogatepass")
         return _mask_ascii_digits(data)
     out = []
@@ -93,7 +93,13 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
 _PIECE = 1 << 16
 # Decimal digits other than 0-9 (Arabic-Indic, Devanagari, full-width, ...): \d without them
 _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
-_HIGH_LEAD_RE = re.compile(rb"[\xd9-\xf4]")
+
+
+# The lead bytes of the UTF-8 of every decimal digit other than 0-9 (٣ 0xD9, ३ 0xE0, ３ 0xEF,
+# ...; Python 3.11's `\d`, Unicode 14) and of every 4-byte character (later versions add their
+# digits there): text without any of them has no such digit. Not 0xE2-0xE9 (punctuation, CJK)
+# nor 0xEB-0xEE (Hangul), which most non-Latin text is made of. tests check it against `\d`.
+_OTHER_DIGIT_LEAD_RE = re.compile(rb"[\xd9\xdb\xdf\xe0\xe1\xea\xef\xf0-\xf4]")
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
@@ -257,10 +263,16 @@ def period(data: bytes, start: int, length: int, settings, to_end: bool = False)
     best = (0, 0, 0, 0)        # covered, p, at, end
     last = (0, 0, 0, 0)        # the same, of units whose copies reach the end
     offsets = {0, 8, 16, 32, 64, 128, length // 2, max(0, length - 48)}
+    runs = []          # (p, begin, end) of the copies found so far
     for off in sorted(o for o in offsets if o + 8 <= length and start + o + 8 <= len(data)):
         p, at = _unit_at(data, start + off, settings)
         if p:
+            if any(q == p and b <= at - p and at <= e for q, b, e in runs):
+                # a copy inside copies already counted with the same unit length: they are the
+                # same maximal run (its ends are where p-periodicity breaks), covered no more
+                continue
             begin, end = _copies(data, p, at)
+            runs.append((p, begin, end))
             if end - begin > best[0]:
                 best = (end - begin, p, at, end)
             if to_end and end >= len(data) and end - begin > last[0]:
