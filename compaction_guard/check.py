@@ -10,10 +10,8 @@ processes; staleness and storms look across records, so they run here, in order.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 from collections import Counter, deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Iterator, Optional
@@ -178,6 +176,8 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
 def _pooled(workers: int, tasks, finish) -> Iterator[Result]:
     """Run (records, fn, arg) tasks in `workers` forked processes with at most
     2 x workers batches in flight; yield the records' Results in order."""
+    import multiprocessing       # (imported where used: a one-core check does without)
+    from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         inflight = deque()
         for batch, fn, arg in tasks:

@@ -249,7 +249,7 @@ def _spans(text: str, settings) -> dict:
             spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
         if odd:
             spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
-    elif CONTROL_RE.search(text):
+    elif text.isascii() and CONTROL_RE.search(text):      # (other text without a suspect has none)
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
             and raw.translate(_NUMBER_ENDS_MAP).count(b"0 ") >= settings.token_id_run - 1:
