@@ -203,25 +203,42 @@ _NOT_WORDS_RE = re.compile(r"[\d_/=$\\@#<>{}|`~^*+]|(?:^|\s)--?\w|\w\.\w")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 
 
+def _content_line(ln: str) -> bool:
+    """A line with a letter that is not a heading, a label or a lone tag."""
+    return bool(_LETTER_RE.search(ln)) and not (_LABEL_LINE_RE.match(ln) or HEADING_RE.match(ln) or _LONE_TAG_RE.match(ln))
+
+
 def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> list:
     """The `empty` finding for a summary that is the prompt's template with its placeholders
     left in (see above); placeholders the input also has (a conversation about a template)
     do not count."""
     if text.count("[") < settings.empty_min_placeholders:      # each placeholder line holds one
         return []
-    placeholders, content, shown = 0, 0, []
-    for ln in text.splitlines():
-        if not _LETTER_RE.search(ln) or _LABEL_LINE_RE.match(ln) or HEADING_RE.match(ln) or _LONE_TAG_RE.match(ln):
-            continue
-        content += 1
+    lines = text.splitlines()
+
+    def placeholder(ln: str):          # the line's body if it is a placeholder line, else None
         body = ln[_ITEM_MARK_RE.match(ln).end():].strip()
         m = _PLACEHOLDER_LINE_RE.fullmatch(body)
         if m and not _NOT_WORDS_RE.search(m.group(1)) and not (input_text and m.group(0).rstrip(".:;, ") in input_text):
-            placeholders += 1
-            if len(shown) < 3 and body not in shown:
-                shown.append(body)
-    if placeholders < settings.empty_min_placeholders or placeholders < settings.empty_placeholder_share * content:
+            return body
+        return None
+
+    # the placeholder lines first (each holds a `]`); then the content lines, counted until they
+    # are too many for the placeholders to be empty_placeholder_share of them
+    bodies = [b for ln in lines if "]" in ln and _content_line(ln) and (b := placeholder(ln)) is not None]
+    placeholders = len(bodies)
+    if placeholders < settings.empty_min_placeholders:
         return []
+    content = 0
+    for ln in lines:
+        if _content_line(ln):
+            content += 1
+            if placeholders < settings.empty_placeholder_share * content:
+                return []
+    shown = []
+    for body in bodies:
+        if len(shown) < 3 and body not in shown:
+            shown.append(body)
     return [Finding("empty", f"an unfilled template: {placeholders} of its {content} lines are placeholders "
                     f"({', '.join(repr(x[:50]) for x in shown)}): the model wrote the prompt's format back instead of "
                     "filling it in; re-run compaction", figures={"placeholder_lines": placeholders,
