@@ -48,6 +48,7 @@ def _closes_sentences(lines: list, last: str) -> tuple:
 
 
 _DIGIT_RE = re.compile(r"\d+")
+_ALNUM_RE = re.compile(r"[^\W_]")      # a character str.isalnum() says is one
 
 
 def _head(line: str, words: int = 2) -> str:
@@ -63,11 +64,18 @@ def _same_start(a: str, b: str) -> bool:
 
 def _short_item(text: str):
     # the last 12 lines that hold something (blank lines between items are spacing)
-    lines = [ln.strip() for ln in text[-2000:].splitlines() if ln.strip()][-12:]
+    lines = []
+    for ln in reversed(text[-2000:].splitlines()):
+        ln = ln.strip()
+        if ln:
+            lines.append(ln)
+            if len(lines) == 12:
+                break
     if len(lines) < 3:
         return None
+    lines.reverse()
     last = lines[-1]
-    if len(last) >= 3 and any(c.isalnum() for c in last):
+    if len(last) >= 3 and _ALNUM_RE.search(last):
         alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
         cut = _DIGIT_RE.sub("0", last)
         if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
