@@ -420,12 +420,12 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     says whether a verdict could still need the identifiers (more of them only raise the
     count): when not, they are not looked for.
 
-    Most summaries say plenty: their distinct units less the never-content and template ones
-    (set operations) number more than `enough` beyond what headings, labels and tags could
-    take (a few a line that could be one), and the text is read no further."""
+    Most summaries say plenty: the distinct units of their first characters less the never-content
+    and template ones and those of their headings, labels and tags (set operations) number
+    `enough` or more, and the text is read no further."""
     common, nothing = _skip_units()
     enough = enough or (settings.empty_info_max_units + 1)
-    allowance = labels = None
+    labels = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
     # there settles it without reading on (most summaries)
     # (CJK units are character pairs, dear to make, and many in a few characters: a shorter prefix first)
@@ -438,24 +438,11 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
         if extra:
             cand -= extra
         if len(cand) > enough:
-            if allowance is None:
-                allowance = _label_allowance(text)
-            if len(cand) - allowance > enough and (text.isascii() or _more_than(cand, enough + allowance)):
-                return [], [], enough, 0
-            # the allowance is a bound (a CJK label may take 60 pairs); the labels say exactly
+            # what the labels take, read exactly (their lines found by a membership test each)
             if labels is None:
                 labels = _label_units(text)
             if _more_than(cand - labels, enough - 1):       # enough content units, whatever the rest holds
                 return [], [], enough, 0
-    if allowance is None:
-        allowance = _label_allowance(text)
-    if could_fire is not None:
-        # labels only move units from content to template: if even that cannot make a verdict,
-        # the text is read no further
-        t0 = sum(1 for u in seen if (u in nothing or u in extra) and u not in common)
-        n0 = sum(1 for u in cand if not isinstance(u, bytes) or len(u) > 2)
-        if not could_fire(max(0, n0 - allowance), t0 + allowance):
-            return [], [], n0, t0
     # what remains, by set operations: the template's units present, the content ones
     if labels is None:
         labels = _label_units(text)
@@ -496,17 +483,6 @@ def _in_order(text: str, content: set, most: int) -> list:
 
 _GATE_CHARS = 320
 _CJK_GATE_CHARS = 96
-
-
-def _label_allowance(text: str) -> int:
-    """At most how many word units headings, labels and tags can take from `text`: a label's
-    words for each line that could be one (a `#` after a line break or a space, a `**` pair, a
-    colon before a line break), two for each tag; counted with str.count, not parsed."""
-    lines = text.count("\n#") + text.count(" #") + text.count("**") // 2 + text.count(":\n") + text.count(": \n") \
-        + (text[:256].lstrip()[:1] == "#") + (text[-256:].rstrip()[-1:] == ":")
-    # a CJK label is one word of many character pairs
-    per = _LABEL_WORDS if not lines or text.isascii() or not _CJK_CHAR_RE.search(text) else 60
-    return per * lines + 2 * text.count("<")
 
 
 def _more_than(cand: set, n: int) -> bool:
