@@ -487,6 +487,8 @@ _CJK_GATE_CHARS = 96
 
 def _more_than(cand: set, n: int) -> bool:
     """Whether more than `n` of the units are 3 bytes or more (or CJK pairs): counted until known."""
+    if len(cand) <= n:
+        return False
     k = 0
     for u in cand:
         if not isinstance(u, bytes) or len(u) > 2:
