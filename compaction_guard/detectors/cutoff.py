@@ -120,15 +120,16 @@ def detect(content: str, settings) -> list:
         # tests/corpus/real/collect_docs.py)
         sign = ("dangling-punctuation", f"it ends on {text[-1]!r}")
     else:
-        # the end is what matters: the last lines, and how the lines before them end
-        window = text[-4000:].splitlines()
-        last = window[-1].strip()      # holds something: the text ends in a visible character
+        # the end is what matters: the last lines, and how the lines before them end (the last
+        # line read off the last 256 characters when a line starts there)
+        tail = text[-256:].splitlines()
+        last = (tail[-1] if len(tail) > 1 else text[-4000:].splitlines()[-1]).strip()   # holds something
         words = len(last.split())
         cjk = len(_CJK_RE.findall(last))
         long_prose = (words >= settings.cutoff_min_last_words or cjk >= 2 * settings.cutoff_min_last_words) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
         if long_prose and not _CLOSED_RE.search(last):
-            lines = [ln.strip() for ln in window if ln.strip()]
+            lines = [ln.strip() for ln in text[-4000:].splitlines() if ln.strip()]
             closes, share = _closes_sentences(lines[:-1], last)
             if closes and share >= settings.cutoff_min_closed_share:
                 sign = ("mid-sentence", f"its last sentence stops mid-way ({last[-40:]!r})")
