@@ -70,7 +70,7 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         if not cut:
             cut.append(cutoff.detect(content, settings))
         return cut[0]
-    if any(f.failure for f in findings):
+    if findings and any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
         # loop of separators is both, and the loop says why.
         return findings + repetition.detect(content, settings, input_text, cut_off)
@@ -78,13 +78,13 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
     findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
     findings += garbled.detect(content, settings, input_text)
     findings += repetition.detect(content, settings, input_text, cut_off)
-    if not any(f.failure and f.kind in ("garbled", "repetition") for f in findings):
+    if not (findings and any(f.failure and f.kind in ("garbled", "repetition") for f in findings)):
         # the prompt's template echoed with its placeholders (noise and loops say more)
         findings += empty.unfilled_template(content, settings, input_text)
-    if not any(f.failure for f in findings):
+    if not (findings and any(f.failure for f in findings)):
         # well formed and carrying nothing (loops, noise and markers say more)
         findings += empty.information_free(content, settings, input_tokens, extra, reasoning)
-    if not any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings):
+    if not (findings and any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings)):
         # a loop that runs to the end is cut off too, and says more; one that stopped
         # inside the summary says nothing of how the summary ends
         findings += cut_off()
@@ -92,7 +92,7 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
     # leaves text in a language (an English paragraph then `0,` 200 times, of a Russian
     # history, is both). What it is about is judged only without either.
     looped = max((f.figures.get("loop_share", 1.0) for f in findings if f.failure and f.kind == "repetition"),
-                 default=None)
+                 default=None) if findings else None
     if input_text and not any(f.failure and f.kind == "garbled" for f in findings) \
             and (looped is None or looped < settings.language_max_loop_share):
         mine = overlap.unit_counts(content)
