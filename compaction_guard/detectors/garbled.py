@@ -588,6 +588,14 @@ def _ftfy_fix(sample: str):
     return fixed if fixed != sample else None
 
 
+def _longest_true_run(flags: list) -> int:
+    best = run = 0
+    for o in flags:
+        run = run + 1 if o else 0
+        best = max(best, run)
+    return best
+
+
 def no_language(content: str, settings, view=None) -> list:
     """`garbled` for text that is no language: keyboard mash (`hjhklllljklllk dsfsaadsdghgdf`),
     whole or after real text. Its words (lexicon.plain_words: 3+ letters, not names in code)
@@ -607,8 +615,15 @@ def no_language(content: str, settings, view=None) -> list:
     words = list(itertools.islice(lexicon.plain_words(content), settings.garbled_nonword_max_words))
     if len(words) < settings.garbled_nonword_min_words:
         return []
+    have = view.unit_set if view is not None else frozenset()
+    # English's list first: the words in none of the lists are among those not in it, so if
+    # even those are too few (and run too short) for a verdict, fastText is not asked
+    some = lexicon.in_no_list(words, ("en",), have)
+    if some is not None and 1 - upper_bound(1 - sum(some) / len(words), len(words), settings.ungrounded_confidence_z) \
+            < settings.garbled_nonword_min_share and _longest_true_run(some) < settings.garbled_nonword_min_run:
+        return []
     lang, prob = identify(content)[:2]
-    flags = lexicon.in_no_list(words, (lang or "en", "en"), view.unit_set if view is not None else frozenset())
+    flags = lexicon.in_no_list(words, (lang or "en", "en"), have)
     if flags is None:
         return []
     unknown = sum(flags)
