@@ -1143,3 +1143,10 @@ def test_every_other_script_digit_has_a_lead_byte_the_repetition_gate_knows():
               and not repetition._OTHER_DIGIT_LEAD_RE.match(chr(c).encode("utf-8"))]
     assert not missed
     assert repetition.normalize("٣ ٤ x३ ３") == b"0 0 x0 0"
+
+
+@hsettings(max_examples=500, deadline=None)
+@given(st.text(alphabet=[chr(c) for c in range(128)], max_size=60))
+def test_class_switch_rate_read_in_c_is_the_per_character_one(tok):
+    from compaction_guard.detectors import garbled
+    assert garbled._class_switch_rate(tok) == garbled._class_switch_rate_slow(tok)

@@ -109,7 +109,21 @@ INNER_SYMBOL_RE = re.compile(r"[!#$%^&*()+={}\[\]|\\;\"<>,?~`](?<=[!-~][!#$%^&*(
 _INLINE_CODE_RE = re.compile(r"`[^`\n]{1,60}`")
 
 
+# ASCII characters as their class (digit, upper, lower, other), for runs of one class to be found in C
+_CLASS_TABLE = str.maketrans({chr(b): "0" if chr(b).isdigit() else "1" if chr(b).isupper() else "2"
+                              if chr(b).islower() else "3" for b in range(128)})
+_RUN_RE = re.compile(r"(.)\1*", re.S)
+
+
 def _class_switch_rate(tok: str) -> float:
+    """How often the character class (digit, upper, lower, other) changes from one
+    character to the next, per pair."""
+    if tok.isascii():       # switches are the runs of one class, less one
+        return max(0, len(_RUN_RE.findall(tok.translate(_CLASS_TABLE))) - 1) / max(1, len(tok) - 1)
+    return _class_switch_rate_slow(tok)
+
+
+def _class_switch_rate_slow(tok: str) -> float:
     def cls(c):
         if c.isdigit():
             return 0
