@@ -172,19 +172,19 @@ def _headings_only(text: str) -> bool:
 def _is_skeleton(text: str) -> bool:
     if len(text) > 3000 or ("#" not in text and "**" not in text):
         return False
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines or len(lines) > 40:
-        return False
-    # every line a skeleton's body line ('None captured.') or else a heading; at least one of each
+    # every line a skeleton's body line ('None captured.') or else a heading, at least one of each,
+    # at most 40 lines (read until one is neither)
     headings = body = 0
-    for ln in lines:
+    for ln in text.splitlines():
+        if not ln.strip():
+            continue
         if SKELETON_BODY_RE.match(ln):
             body += 1
         elif HEADING_RE.match(ln):
             headings += 1
         else:
             return False
-    return headings > 0 and body > 0
+    return headings > 0 and body > 0 and headings + body <= 40
 
 
 # An unfilled template: the prompt's format written back with its placeholders, not filled
@@ -507,6 +507,7 @@ _LABEL_RE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+|\d+[.)][ \t]+)?(?:#{1,6}[ \t]+([
                        r"|\*\*([^*\n]{1,60})\*\*[ \t]*:?|([^\W\d_][^:\n]{0,40}?)[ \t]*:)[ \t]*$", re.M)
 _DIGIT_RE = re.compile(r"\d")
 _LABEL_WORDS = 3
+_COLON_END_RE = re.compile(r":[ \t]*$", re.M)
 
 
 # the name of a markup tag (`<conversation>`, `</summary>`, `<answer-date>`): structure
@@ -519,7 +520,10 @@ def _label_units(text: str) -> frozenset:
         for m in _TAG_NAME_RE.finditer(text):
             out.update(units(m.group(1)))
     # a label is a whole line (_LABEL_RE matches within one): only a line holding a `#`, or
-    # ending on a colon or `**`, can be one (a membership test and an endswith per line)
+    # ending on a colon or `**`, can be one (a membership test and an endswith per line); a
+    # text with no `#`, no `**` and no line ending on a colon has none
+    if "#" not in text and "**" not in text and not _COLON_END_RE.search(text):
+        return frozenset(out)
     for line in text.split("\n"):
         if "#" not in line and not line.rstrip(" \t").endswith((":", "**")):
             continue
