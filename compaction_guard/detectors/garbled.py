@@ -602,12 +602,14 @@ def _ftfy_fix(sample: str):
     return fixed if fixed != sample else None
 
 
-def _longest_true_run(flags: list) -> int:
-    best = run = 0
-    for o in flags:
+def _longest_true_run(flags: list) -> tuple:
+    """(length, start) of the longest run of true flags."""
+    best = start = run = 0
+    for i, o in enumerate(flags):
         run = run + 1 if o else 0
-        best = max(best, run)
-    return best
+        if run > best:
+            best, start = run, i - run + 1
+    return best, start
 
 
 def no_language(content: str, settings, view=None) -> list:
@@ -634,7 +636,7 @@ def no_language(content: str, settings, view=None) -> list:
     # even those are too few (and run too short) for a verdict, fastText is not asked
     some = lexicon.in_no_list(words, ("en",), have)
     if some is not None and 1 - upper_bound(1 - sum(some) / len(words), len(words), settings.ungrounded_confidence_z) \
-            < settings.garbled_nonword_min_share and _longest_true_run(some) < settings.garbled_nonword_min_run:
+            < settings.garbled_nonword_min_share and _longest_true_run(some)[0] < settings.garbled_nonword_min_run:
         return []
     lang, prob = identify(content)[:2]
     flags = lexicon.in_no_list(words, (lang or "en", "en"), have)
@@ -650,11 +652,7 @@ def no_language(content: str, settings, view=None) -> list:
                         f"{', '.join(repr(w) for w in shown)}) and its letters read as no language (at best "
                         f"{lang or 'none'}, {prob:.0%}): keyboard mash or noise, not a summary; re-run compaction",
                         figures=figures)]
-    best = start = run = 0
-    for i, o in enumerate(flags):
-        run = run + 1 if o else 0
-        if run > best:
-            best, start = run, i - run + 1
+    best, start = _longest_true_run(flags)
     if best >= settings.garbled_nonword_min_run:
         region = " ".join(words[start:start + best])
         rlang, rprob = identify(region)[:2]

@@ -10,6 +10,7 @@ results file benchmarks/bench_detectors.py writes with --record.
 from __future__ import annotations
 
 import json
+from typing import Optional
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def _languages(res: dict, st: str) -> list:
     return sorted({lang for (s, lang, _k) in res["cells"] if s == st})
 
 
-def measured_page(ev, res: dict, seed: dict, counts: dict) -> str:
+def measured_page(ev, res: dict, seed: dict, counts: dict, sp: Optional[dict] = None) -> str:
     """docs/measured.md: every set x language x kind, the guard beside the seed's rules."""
     out = ["# Measured", "",
            "Written by `python3 tests/corpus/evaluate.py --write-docs` from the evaluation itself; CI fails "
@@ -131,7 +132,7 @@ def measured_page(ev, res: dict, seed: dict, counts: dict) -> str:
             kinds = ", ".join(f"`{k}` {v}" for k, v in sorted(r[2].items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(f"| `{st}` | | {lang} | {r[1]} of {r[0]} ({_pct(r[1], r[0])}) | {kinds} |")
     out.append("")
-    out += speed_section()
+    out += speed_section(sp)
     return "\n".join(out) + "\n"
 
 
@@ -144,12 +145,16 @@ _TIMED = (("loading", "reading the file"), ("checking, in all", "checking, in al
           ("markers", "markers"))
 
 
-def speed_section() -> list:
-    """The mixed files' times, read from the recorded benchmark (not re-measured here: a shared
-    machine's speed drifts from one run to the next)."""
-    if not SPEED.exists():
+def _speed() -> Optional[dict]:
+    """The recorded benchmark of the mixed files (not re-measured here: a shared machine's speed
+    drifts from one run to the next), or None when there is none."""
+    return json.loads(SPEED.read_text(encoding="utf-8")) if SPEED.exists() else None
+
+
+def speed_section(sp: Optional[dict]) -> list:
+    """docs/measured.md's Speed section, from the recorded benchmark."""
+    if sp is None:
         return []
-    sp = json.loads(SPEED.read_text(encoding="utf-8"))
     out = ['<a id="speed"></a>', "", "## Speed", "",
            f"Recorded by `{sp['command']}` on {sp['measured_on']} ({sp['cpus']} cores): {sp['what']}. "
            "Target: at most half the original rules' time on both files.", "",
@@ -183,7 +188,7 @@ def _rc(c: dict) -> str:
     return f"{c['hit']} of {c['pos']} ({_pct(c['hit'], c['pos'])})" if c["pos"] else "-"
 
 
-def headline(ev, res: dict, seed: dict) -> str:
+def headline(ev, res: dict, seed: dict, sp: Optional[dict] = None) -> str:
     """The README's small table: false alarms and recall on real data, speed against the
     original rules, each row linked to its full table."""
     def good(sets):
@@ -227,8 +232,7 @@ def headline(ev, res: dict, seed: dict) -> str:
                     ("language_drift", "ungrounded"))
     rows.append(f"| [same-language and own-page pairs](docs/measured.md#{_anchor('pairs')}): wrong language or "
                 f"subject reported | {drift['fa']} of {drift['neg']} | (not checked) |")
-    if SPEED.exists():
-        sp = json.loads(SPEED.read_text(encoding="utf-8"))
+    if sp is not None:
         for mix in sp.get("mixes", []):
             rows.append(f"| [{mix['summaries']:,} summaries, {mix['label']}](docs/measured.md#speed): time on one "
                         f"core | {mix['guard_seconds']:.2f} s (×{mix['ratio']:.2f}) | {mix['seed_seconds']:.2f} s |")
@@ -242,5 +246,6 @@ def pages(ev, res: dict, seed: dict, counts: dict) -> dict:
     _, sep2, tail = rest.partition(END)
     if not (sep and sep2):
         raise SystemExit(f"{README}: the figures' markers are missing ({BEGIN} ... {END}); put them back")
-    return {MEASURED: measured_page(ev, res, seed, counts),
-            README: f"{head}{BEGIN}\n{headline(ev, res, seed)}\n{END}{tail}"}
+    sp = _speed()
+    return {MEASURED: measured_page(ev, res, seed, counts, sp),
+            README: f"{head}{BEGIN}\n{headline(ev, res, seed, sp)}\n{END}{tail}"}
