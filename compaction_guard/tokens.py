@@ -21,11 +21,19 @@ CJK_RE = re.compile(f"[{CJK_CLASS}]")
 ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 # CJK and astral characters (emoji) both count one token: one pass counts both.
 ONE_TOKEN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]")
+# ... their runs: count_matches deletes a run at a time (a character at a time costs ~30 ns each)
+_ONE_TOKEN_RUN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]+")
+# The text's UTF-8 bytes by what they say of its characters: an ASCII character "a"; the lead
+# byte of a character of U+3000-U+FFFF, where every CJK character is (and others), "c"; the lead
+# byte of a 4-byte (astral) character "e"; any other byte "x"
+_BYTE_KINDS = bytes(0x61 if b < 0x80 else 0x63 if 0xE3 <= b <= 0xEF else 0x65 if b >= 0xF0 else 0x78
+                    for b in range(256))
 
 
 def count_matches(pattern, text: str) -> int:
-    """How many single characters `pattern` matches in `text`, without a list of them
-    (findall on 10 MB of Chinese makes 3 million one-character strings: 250 MB)."""
+    """How many characters `pattern`'s matches cover in `text`, without a list of them
+    (findall on 10 MB of Chinese makes 3 million one-character strings: 250 MB). A pattern
+    of runs (`[...]+`) counts the same characters as its single-character class, faster."""
     return len(text) - len(pattern.sub("", text))
 
 
@@ -36,8 +44,10 @@ def estimate_tokens(text: str) -> int:
     n = len(text)
     if text.isascii():
         return math.ceil(n / 4)
-    ascii_n = len(text.encode("ascii", "ignore"))
-    whole = count_matches(ONE_TOKEN_RE, text)
+    kinds = text.encode("utf-8", "surrogatepass").translate(_BYTE_KINDS)
+    ascii_n = kinds.count(b"a")
+    # without a lead byte of U+3000-U+FFFF no CJK character: the astral ones counted by their lead bytes
+    whole = kinds.count(b"e") if b"c" not in kinds else count_matches(_ONE_TOKEN_RUN_RE, text)
     other = n - ascii_n - whole
     return math.ceil(ascii_n / 4 + whole + other * 0.5)
 

@@ -64,26 +64,24 @@ def _same_start(a: str, b: str) -> bool:
 
 def _short_item(text: str):
     # the last 12 lines that hold something (blank lines between items are spacing)
-    lines = []
-    for ln in reversed(text[-2000:].splitlines()):
-        ln = ln.strip()
-        if ln:
-            lines.append(ln)
-            if len(lines) == 12:
-                break
+    parts = text[-2000:].splitlines()
+    lines = [ln for ln in map(str.strip, parts[-24:]) if ln]
+    if len(lines) < 12 and len(parts) > 24:     # (blank lines among the last 24: all of them)
+        lines = [ln for ln in map(str.strip, parts) if ln]
+    lines = lines[-12:]
     if len(lines) < 3:
         return None
-    lines.reverse()
     last = lines[-1]
     if len(last) >= 3 and _ALNUM_RE.search(last):
         alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
-        cut = _DIGIT_RE.sub("0", last)
-        if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
-            # the model began an earlier line again (digits set aside: `#4 - The most common`
-            # where `#3 - The most common error ...` goes on) and was stopped inside it (a
-            # closing fence or rule, no letter or digit, is not a line cut short)
-            return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
-    if len(last) >= 0.5 * max(len(ln) for ln in lines[:-1]):
+        if alike:
+            cut = _DIGIT_RE.sub("0", last)
+            if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
+                # the model began an earlier line again (digits set aside: `#4 - The most common`
+                # where `#3 - The most common error ...` goes on) and was stopped inside it (a
+                # closing fence or rule, no letter or digit, is not a line cut short)
+                return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
+    if len(last) >= 0.5 * max(map(len, lines[:-1])):
         return None          # not shorter than the lines before it: nothing cut
     # the first two words (one, if that is all the last line has: `[12:36]`, `user: ת`)
     k = min(2, len(last.split()))
@@ -124,12 +122,11 @@ def detect(content: str, settings) -> list:
         # line read off the last 256 characters when a line starts there)
         tail = text[-256:].splitlines()
         last = (tail[-1] if len(tail) > 1 else text[-4000:].splitlines()[-1]).strip()   # holds something
-        words = len(last.split())
-        cjk = len(_CJK_RE.findall(last))
-        long_prose = (words >= settings.cutoff_min_last_words or cjk >= 2 * settings.cutoff_min_last_words) \
+        long_prose = (len(last.split()) >= settings.cutoff_min_last_words
+                      or (not last.isascii() and len(_CJK_RE.findall(last)) >= 2 * settings.cutoff_min_last_words)) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
         if long_prose and not _CLOSED_RE.search(last):
-            lines = [ln.strip() for ln in text[-4000:].splitlines() if ln.strip()]
+            lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             closes, share = _closes_sentences(lines[:-1], last)
             if closes and share >= settings.cutoff_min_closed_share:
                 sign = ("mid-sentence", f"its last sentence stops mid-way ({last[-40:]!r})")

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..findings import Finding
 from ..reasoning import Reasoning, strip_reasoning
-from ..tokens import CJK_CLASS, PIECE, pieces
+from ..tokens import CJK_CLASS, PIECE, count_matches, pieces
 from .identifiers import scan
 from .overlap import units
 
@@ -122,8 +122,10 @@ REFUSAL_START_RE = re.compile(
 
 # Replacement and control characters: short noise, for the garbled detector.
 _BYTE_NOISE_RE = re.compile(r"[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_INFORMATIVE_RE = re.compile(r"[^\W_]", re.U)
 _CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
+# their runs, counted by count_matches (a run deleted at a time)
+_INFORMATIVE_RUN_RE = re.compile(r"[^\W_]+")
+_CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
 _ALL_BUT_ALNUM = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalnum())
 
 
@@ -140,9 +142,9 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         if part.isascii():      # ASCII letters and digits, counted in C
             n += len(part.encode("ascii").translate(None, _ALL_BUT_ALNUM))
         else:
-            n += len(_INFORMATIVE_RE.findall(part))
+            n += count_matches(_INFORMATIVE_RUN_RE, part)
             if n < enough:      # a CJK character counts twice more (certain already otherwise)
-                n += 2 * len(_CJK_CHAR_RE.findall(part))
+                n += 2 * count_matches(_CJK_RUN_RE, part)
         if n >= enough:
             break
     return n
@@ -397,12 +399,14 @@ def _inflected(u) -> set:
 @lru_cache(maxsize=1)
 def _skip_units() -> tuple:
     """(the units that are never content: the most frequent words of every language and the
-    words both the template and work text use; the template's units)."""
+    words both the template and work text use; the template's units; the two together)."""
     from .grounding import common_units
     import string
     # the ASCII units under 3 bytes, never content: left out by the set operations themselves
     short = {(a + b).encode() for a in string.ascii_lowercase for b in [""] + list(string.ascii_lowercase)}
-    return common_units() | _vocabulary()[1] | short, _words_that_carry_nothing()
+    common = common_units() | _vocabulary()[1] | short
+    nothing = _words_that_carry_nothing()
+    return common, nothing, common | nothing
 
 
 def information_left(text: str, settings, extra: frozenset = frozenset(), enough: Optional[int] = None,
@@ -423,7 +427,7 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     Most summaries say plenty: the distinct units of their first characters less the never-content
     and template ones and those of their headings, labels and tags (set operations) number
     `enough` or more, and the text is read no further."""
-    common, nothing = _skip_units()
+    common, nothing, skip = _skip_units()
     enough = enough or (settings.empty_info_max_units + 1)
     labels = None
     # the distinct content units of a prefix are fewer than the whole text's: enough of them
@@ -434,14 +438,14 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     for prefix in tuple(text[:g] for g in gates if len(text) > g) + (None,):
         seen = set(units(prefix if prefix is not None else text)) if prefix is not None or len(text) <= PIECE \
             else {u for _, piece in pieces(text) for u in units(piece)}
-        cand = seen.difference(common, nothing)
+        cand = seen.difference(skip)
         if extra:
             cand -= extra
         if len(cand) > enough:
             # what the labels take, read exactly (their lines found by a membership test each)
             if labels is None:
                 labels = _label_units(text)
-            if _more_than(cand - labels, enough - 1):       # enough content units, whatever the rest holds
+            if _more_than(cand - labels if labels else cand, enough - 1):   # enough content units, whatever the rest holds
                 return [], [], enough, 0
     # what remains, by set operations: the template's units present, the content ones
     if labels is None:
@@ -489,6 +493,8 @@ def _more_than(cand: set, n: int) -> bool:
     """Whether more than `n` of the units are 3 bytes or more (or CJK pairs): counted until known."""
     if len(cand) <= n:
         return False
+    if sum(map((2).__lt__, map(len, cand))) > n:     # 3 units or characters or more, counted in C
+        return True
     k = 0
     for u in cand:
         if not isinstance(u, bytes) or len(u) > 2:

@@ -164,6 +164,8 @@ _GATE_SYMBOLS = "#$%^&+={}[]\\;<>~`"
 # one C-level pass each, bytes.translate deleting every other byte.
 _ALL_BUT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
 _ALL_BUT_GATE_SYMBOLS = bytes(b for b in range(256) if chr(b) not in _GATE_SYMBOLS)
+# CONTROL_RE's ASCII characters (the C1 ones are not ASCII): an ASCII text's bytes less all others
+_ALL_BUT_ASCII_CONTROL = bytes(b for b in range(256) if not (b < 0x80 and CONTROL_RE.match(chr(b))))
 # A run of n integers has n - 1 digits followed by a separator (space, comma, tab): digits as
 # "0" (and every byte of a multi-byte character, which may be another script's digit),
 # separators as " ", the rest as "a": the "0 " pairs counted are at least that many
@@ -263,7 +265,7 @@ def _spans(text: str, settings) -> dict:
             spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
         if odd:
             spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
-    elif text.isascii() and CONTROL_RE.search(text):      # (other text without a suspect has none)
+    elif text.isascii() and raw.translate(None, _ALL_BUT_ASCII_CONTROL):   # (other text without a suspect has none)
         spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
             and raw.translate(_NUMBER_ENDS_MAP).count(b"0 ") >= settings.token_id_run - 1:
@@ -273,9 +275,10 @@ def _spans(text: str, settings) -> dict:
     if b"a" * 40 in raw.translate(_BASE64_MAP):      # 40 base64 characters in a row at all
         spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
     if len(raw.translate(None, _ALL_BUT_GATE_SYMBOLS)) >= 4:
-        spans["random_symbols"] = [(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
-                                   if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
-                                   and not _balanced_brackets(text[s:e]) and not _markup(text[s:e])] \
+        spans["random_symbols"] = ([(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
+                                    if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
+                                    and not _balanced_brackets(text[s:e]) and not _markup(text[s:e])]
+                                   if _RANDOM_CANDIDATE_BYTES_RE.search(raw.translate(_RANDOM_CANDIDATE_MAP)) else []) \
             + _random_windows(text, settings)
     if not _LETTER_RE.search(text):
         # numbers only: token ids if they are bare integers, most of the tokens, and vary
@@ -321,6 +324,18 @@ def _balanced_brackets(tok: str) -> bool:
     return pairs > 0 and not any(depth.values())
 
 
+# RANDOM_CANDIDATE_RE's gate, on the text's bytes (every character it reads is ASCII, and
+# every byte of a multi-byte character is none of its): one bytes.translate, then a regex over
+# three letters, in C, where the pattern on the text costs 5-10 us a KB. A candidate's
+# symbols as "S", ASCII letters and digits as "a", the rest as " ":
+_RANDOM_SYMBOLS = b"!@#$%^&*()+={}[]|\\;<>?~`"
+_RANDOM_CANDIDATE_MAP = bytes(0x53 if b in _RANDOM_SYMBOLS else 0x61 if chr(b).isascii() and chr(b).isalnum() else 0x20
+                              for b in range(256))
+_RANDOM_CANDIDATE_BYTES_RE = re.compile(rb"Sa{1,3}Sa{0,3}S")
+# inner symbols a window needs before it is measured at all
+_WINDOW_MIN_HITS = 6
+
+
 def _random_windows(text: str, settings) -> list:
     """Windows of random printable characters (see INNER_SYMBOL_RE above). Windows
     overlap by half, so a noise tail is seen whatever its offset."""
@@ -330,7 +345,7 @@ def _random_windows(text: str, settings) -> list:
     out = []
     for b in sorted(hits):
         n = hits[b] + hits.get(b + 1, 0)
-        if n < 6:
+        if n < _WINDOW_MIN_HITS:
             continue
         start = b * half
         raw = text[start:start + window]

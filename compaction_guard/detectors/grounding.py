@@ -264,7 +264,7 @@ def nothing_specific(content: str, settings, view: InputView, mine, summary_view
         if isinstance(u, str):
             return []                   # a CJK pair of the history
         word = u.decode("utf-8", "surrogatepass")
-        if not any(lexicon.normalize(word, x) in f for x, f in filters):
+        if not any(f.has(word) for _, f in filters):
             return []                   # a rare word of the history
     idents = summary_view.identifiers(ids.scan)
     if idents:

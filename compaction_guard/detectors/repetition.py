@@ -79,7 +79,7 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
             return data
         # digits of other scripts (٣, ३, ３) are masked as a regex sees them (looked for only
         # where their lead bytes are)
-        if not text.isascii() and _OTHER_DIGIT_LEAD_RE.search(data) and _OTHER_DIGIT_RE.search(text):
+        if not text.isascii() and data.translate(None, _ALL_BUT_OTHER_DIGIT_LEADS) and _OTHER_DIGIT_RE.search(text):
             return _DIGITS_RE.sub("0", text).encode("utf-8", "surrogatepass")
         return _mask_ascii_digits(data)
     out = []
@@ -100,6 +100,8 @@ _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
 # digits there): text without any of them has no such digit. Not 0xE2-0xE9 (punctuation, CJK)
 # nor 0xEB-0xEE (Hangul), which most non-Latin text is made of. tests check it against `\d`.
 _OTHER_DIGIT_LEAD_RE = re.compile(rb"[\xd9\xdb\xdf\xe0\xe1\xea\xef\xf0-\xf4]")
+# every other byte, for bytes.translate to delete: what is left are the lead bytes (one C pass)
+_ALL_BUT_OTHER_DIGIT_LEADS = bytes(b for b in range(256) if not _OTHER_DIGIT_LEAD_RE.match(bytes([b])))
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
