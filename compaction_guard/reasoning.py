@@ -50,11 +50,19 @@ class Reasoning:
 
 
 _ANY_TAG_RE = re.compile(rf"{_OPEN_TAGS}|{_CLOSE_TAGS}", re.I)
+# Every tag above opens with "◁", or with "<" then "t", "r", "|" or "/" (no other character
+# matches those under re.I): a text holding none of these pairs holds no tag, found by
+# substring searches where the case-blind pattern reads every character
+_TAG_STARTS = ("<t", "<T", "<r", "<R", "<|", "</")
+
+
+def _may_hold_tag(text: str) -> bool:
+    return "◁" in text or ("<" in text and any(s in text for s in _TAG_STARTS))
 
 
 def strip_reasoning(text: str) -> Reasoning:
     """Remove reasoning blocks; report what was removed."""
-    if ("<" not in text and "◁" not in text or not _ANY_TAG_RE.search(text)) and not THINKING_HEADER_RE.match(text):
+    if (not _may_hold_tag(text) or not _ANY_TAG_RE.search(text)) and not THINKING_HEADER_RE.match(text):
         return Reasoning(text, None, 0)
     removed = 0
     kind = None

@@ -450,13 +450,19 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     # what remains, by set operations: the template's units present, the content ones
     if labels is None:
         labels = _label_units(text)
-    template = {u for u in seen if u in nothing or u in extra or u in labels} - common
-    content = {u for u in cand - labels if not isinstance(u, bytes) or len(u) > 2}
+    template = seen.intersection(nothing)
+    for more in (extra, labels):
+        if more:
+            template |= seen.intersection(more)
+    template -= common
+    content = {u for u in (cand - labels if labels else cand) if not isinstance(u, bytes) or len(u) > 2}
     template = {u for u in template if not isinstance(u, bytes) or len(u) > 2}
     # a script written without spaces (Thai, Lao, Khmer, Myanmar) makes a phrase one unit: it
     # counts as a word per _CHARS_PER_WORD characters
-    weight = sum(max(1, len(u.decode("utf-8", "replace")) // _CHARS_PER_WORD)
-                 if isinstance(u, bytes) and len(u) > _CHARS_PER_WORD else 1 for u in content)
+    weight = len(content)
+    if content and max(map(len, content)) > _CHARS_PER_WORD:
+        weight += sum(max(1, len(u.decode("utf-8", "replace")) // _CHARS_PER_WORD) - 1
+                      for u in content if isinstance(u, bytes) and len(u) > _CHARS_PER_WORD)
     if weight >= enough or (could_fire is not None and not could_fire(weight, len(template))):
         return [], [], weight, len(template)
     words = _in_order(text, content, enough)
