@@ -18,11 +18,12 @@ CJK_CLASS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 )
 CJK_RE = re.compile(f"[{CJK_CLASS}]")
-ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
-# CJK and astral characters (emoji) both count one token: one pass counts both.
-ONE_TOKEN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]")
-# ... their runs: count_matches deletes a run at a time (a character at a time costs ~30 ns each)
-_ONE_TOKEN_RUN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]+")
+# Runs, for count_matches (it deletes a run at a time; a character at a time costs ~30 ns each):
+# of CJK characters, of astral ones, and of both (CJK and astral characters, emoji, both count
+# one token: one pass counts both)
+CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
+ASTRAL_RUN_RE = re.compile("[\U00010000-\U0010ffff]+")
+ONE_TOKEN_RUN_RE = re.compile(f"[{CJK_CLASS}\U00010000-\U0010ffff]+")
 # The text's UTF-8 bytes by what they say of its characters: an ASCII character "a"; the lead
 # byte of a character of U+3000-U+FFFF, where every CJK character is (and others), "c"; the lead
 # byte of a 4-byte (astral) character "e"; any other byte "x"
@@ -32,8 +33,8 @@ _BYTE_KINDS = bytes(0x61 if b < 0x80 else 0x63 if 0xE3 <= b <= 0xEF else 0x65 if
 
 def count_matches(pattern, text: str) -> int:
     """How many characters `pattern`'s matches cover in `text`, without a list of them
-    (findall on 10 MB of Chinese makes 3 million one-character strings: 250 MB). A pattern
-    of runs (`[...]+`) counts the same characters as its single-character class, faster."""
+    (findall on 10 MB of Chinese makes 3 million one-character strings: 250 MB). Give it a
+    pattern of runs (`[...]+`): the same characters as its class, a run deleted at a time."""
     return len(text) - len(pattern.sub("", text))
 
 
@@ -47,7 +48,7 @@ def estimate_tokens(text: str) -> int:
     kinds = text.encode("utf-8", "surrogatepass").translate(_BYTE_KINDS)
     ascii_n = kinds.count(b"a")
     # without a lead byte of U+3000-U+FFFF no CJK character: the astral ones counted by their lead bytes
-    whole = kinds.count(b"e") if b"c" not in kinds else count_matches(_ONE_TOKEN_RUN_RE, text)
+    whole = kinds.count(b"e") if b"c" not in kinds else count_matches(ONE_TOKEN_RUN_RE, text)
     other = n - ascii_n - whole
     return math.ceil(ascii_n / 4 + whole + other * 0.5)
 
@@ -126,16 +127,13 @@ def content_key(text: str) -> str:
 # lossless-claw's own estimate, per code point: CJK 1.5, astral (emoji) 2, else 0.25,
 # rounded up. Its rows carry token_count in this unit; a summary read from lcm.db is
 # measured the same way as its sources, so the inflation ratio compares like with like.
-_LCM_CJK_RE = re.compile(f"[{CJK_CLASS}]")
-
-
 def lcm_estimate(text: str) -> int:
     if not text:
         return 0
     if text.isascii():
         return math.ceil(len(text) * 0.25)
-    cjk = count_matches(_LCM_CJK_RE, text)
-    astral = count_matches(ASTRAL_RE, text)
+    cjk = count_matches(CJK_RUN_RE, text)
+    astral = count_matches(ASTRAL_RUN_RE, text)
     return math.ceil(cjk * 1.5 + astral * 2 + (len(text) - cjk - astral) * 0.25)
 
 

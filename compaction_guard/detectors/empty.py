@@ -14,7 +14,7 @@ from typing import Optional
 
 from ..findings import Finding
 from ..reasoning import Reasoning, strip_reasoning
-from ..tokens import CJK_CLASS, PIECE, count_matches, pieces
+from ..tokens import CJK_CLASS, CJK_RUN_RE, PIECE, count_matches, pieces
 from .identifiers import scan
 from .overlap import units
 
@@ -123,9 +123,8 @@ REFUSAL_START_RE = re.compile(
 # Replacement and control characters: short noise, for the garbled detector.
 _BYTE_NOISE_RE = re.compile(r"[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _CJK_CHAR_RE = re.compile(f"[{CJK_CLASS}]")
-# their runs, counted by count_matches (a run deleted at a time)
+# runs of letters and digits, for count_matches
 _INFORMATIVE_RUN_RE = re.compile(r"[^\W_]+")
-_CJK_RUN_RE = re.compile(f"[{CJK_CLASS}]+")
 _ALL_BUT_ALNUM = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalnum())
 
 
@@ -144,7 +143,7 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         else:
             n += count_matches(_INFORMATIVE_RUN_RE, part)
             if n < enough:      # a CJK character counts twice more (certain already otherwise)
-                n += 2 * count_matches(_CJK_RUN_RE, part)
+                n += 2 * count_matches(CJK_RUN_RE, part)
         if n >= enough:
             break
     return n

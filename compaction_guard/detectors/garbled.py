@@ -332,8 +332,6 @@ _RANDOM_SYMBOLS = b"!@#$%^&*()+={}[]|\\;<>?~`"
 _RANDOM_CANDIDATE_MAP = bytes(0x53 if b in _RANDOM_SYMBOLS else 0x61 if chr(b).isascii() and chr(b).isalnum() else 0x20
                               for b in range(256))
 _RANDOM_CANDIDATE_BYTES_RE = re.compile(rb"Sa{1,3}Sa{0,3}S")
-# inner symbols a window needs before it is measured at all
-_WINDOW_MIN_HITS = 6
 
 
 def _random_windows(text: str, settings) -> list:
@@ -345,7 +343,7 @@ def _random_windows(text: str, settings) -> list:
     out = []
     for b in sorted(hits):
         n = hits[b] + hits.get(b + 1, 0)
-        if n < _WINDOW_MIN_HITS:
+        if n < 6:
             continue
         start = b * half
         raw = text[start:start + window]

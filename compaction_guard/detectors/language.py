@@ -35,7 +35,7 @@ import re
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import CJK_RE, count_matches, pieces
+from ..tokens import CJK_RE, CJK_RUN_RE, count_matches, pieces
 
 # Set aside before identifying: fenced and inline code, and every token holding a URL,
 # a path or identifier character, or a digit (tokens are tested one by one: a regex
@@ -143,7 +143,7 @@ def share_in(text: str, lang: str, max_lines: int = 24) -> Optional[float]:
     for w in lines:
         n = _letters(w)
         if not w.isascii():     # a CJK character carries a word: weighed 3 (as empty.informative_chars does)
-            n += 2 * count_matches(CJK_RE, w)
+            n += 2 * count_matches(CJK_RUN_RE, w)
         res = _predict(w)
         total += n
         if res and res[0][0] == lang:

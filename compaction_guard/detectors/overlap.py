@@ -21,11 +21,10 @@ import re
 from collections import Counter
 from typing import Optional
 
-from ..tokens import CJK_RE, pieces
+from ..tokens import CJK_RE, CJK_RUN_RE, pieces
 
 _SEPARATORS = b".,;:!?()[]{}\"'`<>*|=+~^$&\\/-_#@%0123456789"
 _TABLE = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
-_CJK_RUN_RE = re.compile(CJK_RE.pattern + "+")
 _NOT_CJK_RUN_RE = re.compile("[^" + CJK_RE.pattern[1:] + "+")
 # punctuation outside ASCII: guillemets, curly quotes, dashes, ellipsis, CJK and
 # full-width marks (`«terminé»` is the word `terminé`)
@@ -48,7 +47,7 @@ def units(text: str, camel: bool = False) -> list:
     text = _WIDE_PUNCT_RE.sub(" ", text)
     if not CJK_RE.search(text):
         return text.lower().encode("utf-8", "surrogatepass").translate(_TABLE).split()
-    out = _CJK_RUN_RE.sub(" ", text).lower().encode("utf-8", "surrogatepass").translate(_TABLE).split()
+    out = CJK_RUN_RE.sub(" ", text).lower().encode("utf-8", "surrogatepass").translate(_TABLE).split()
     cjk = _NOT_CJK_RUN_RE.sub(" ", text)
     # each character with the next, in C (a bigram across two runs holds the space that
     # parted them: the same on both sides)
