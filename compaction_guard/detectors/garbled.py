@@ -339,10 +339,15 @@ def _random_windows(text: str, settings) -> list:
     overlap by half, so a noise tail is seen whatever its offset."""
     window = settings.garbled_window_chars
     half = window // 2
-    hits = Counter(m.start() // half for m in INNER_SYMBOL_RE.finditer(text))
+    # the inner symbols of each half window, counted in C: the pattern read up to the half's
+    # end and one character more (its lookahead's; a match there would need one beyond)
+    count = INNER_SYMBOL_RE.findall
+    hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)] + [0]
     out = []
-    for b in sorted(hits):
-        n = hits[b] + hits.get(b + 1, 0)
+    for b, k in enumerate(hits):
+        if not k:
+            continue
+        n = k + hits[b + 1]
         if n < 6:
             continue
         start = b * half

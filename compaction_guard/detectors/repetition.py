@@ -186,7 +186,11 @@ def _unit_at(data: bytes, start: int, settings) -> tuple:
     probe = data[start:start + 8]
     if len(probe) < 8:
         return 0, start
-    lo, hi = max(0, start - settings.loop_max_unit_bytes), start + len(probe) - 1
+    n = len(data)
+    # a copy d bytes long needs d bytes after `start` (or after `pos`, forward): occurrences
+    # further away cannot be one. They are the last the searches reach, so leaving them out
+    # changes no answer, only what is looked at before there is none.
+    lo, hi = max(0, start - settings.loop_max_unit_bytes, 2 * start - n), start + len(probe) - 1
     for _ in range(64):
         pos = data.rfind(probe, lo, hi)
         if pos < 0:
@@ -196,8 +200,9 @@ def _unit_at(data: bytes, start: int, settings) -> tuple:
         if data[pos:start] == data[start:start + d]:
             return d, start
     pos = start
+    end = min(start + settings.loop_max_unit_bytes, (n + start) // 2) + len(probe)
     for _ in range(64):
-        pos = data.find(probe, pos + 1, start + settings.loop_max_unit_bytes + len(probe))
+        pos = data.find(probe, pos + 1, end)
         if pos < 0:
             break
         d = pos - start
@@ -436,15 +441,20 @@ def _table(content: str, unit: bytes, copies: int, begin: int, masked_size: int,
     document.`, `## 1.4.0`), comes back to its numbers (`exit 0 (692 ms)` twice) or, when it
     writes new ones, runs on to max_tokens and is cut inside a row, or past a table's length
     (callers ask only of text not cut off, under loop_min_copies_numbers copies)."""
-    last = content.rstrip()[-4096:].splitlines()[-2:]
-    if len(last) < 2 or _DIGITS_RE.sub("0", last[0]).strip() != _DIGITS_RE.sub("0", last[1]).strip():
-        return False        # the text does not end on a whole row like the one before it
+    if not _ends_on_row(content):
+        return False
     rows = _copy_numbers(content, unit, copies + 1, begin, masked_size)
     if len(rows) < 3 or len({len(r) for r in rows}) != 1:
         return False
     # a long table's column may hold a value twice: loop_table_min_distinct of them new
     return any(_steps_vary([int(r[j]) for r in rows], settings, settings.loop_table_min_distinct)
                for j in range(len(rows[0])))
+
+
+def _ends_on_row(content: str) -> bool:
+    """Whether the text's last line is the line before it, digits aside: it ends on a whole row."""
+    last = content.rstrip()[-4096:].splitlines()[-2:]
+    return len(last) == 2 and _DIGITS_RE.sub("0", last[0]).strip() == _DIGITS_RE.sub("0", last[1]).strip()
 
 
 def _describe(unit: bytes) -> str:
@@ -506,8 +516,8 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     if loop and masked and _names_list(content, unit, copies, max(0, end - copies * len(unit) - len(unit)),
                                        len(data), settings):
         return False, unit, copies, at_end, share, None
-    if loop and masked and at_end and copies < settings.loop_min_copies_numbers and not cut_off() \
-            and _table(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data), settings):
+    if loop and masked and at_end and copies < settings.loop_min_copies_numbers and _ends_on_row(content) \
+            and not cut_off() and _table(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data), settings):
         # rows of data (`| web-1 | ok | 112 ms |` …): each says something new
         return False, unit, copies, at_end, share, None
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
