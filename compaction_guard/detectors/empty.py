@@ -9,6 +9,10 @@ reasoning.strip_reasoning, which the LLM client shares.
 from __future__ import annotations
 
 import re
+try:                                    # the regex parser, for a pattern's longest match
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - Python before 3.11
+    import sre_parse as _sre_parse
 from functools import lru_cache
 from typing import Optional
 
@@ -49,15 +53,14 @@ EMPTY_STATEMENT_RE = re.compile(
 )
 
 # OpenClaw's safeguard skeleton: headings whose every body line says "nothing".
-SKELETON_BODY_RE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:no prior history|none captured|none recorded|none yet|none|n/?a|"
+_SKELETON_WORDS = (
+    r"no prior history|none captured|none recorded|none yet|none|n/?a|"
     r"nothing(?: to report| yet)?|\(none\)|no (?:decisions|todos|constraints|identifiers|"
     r"pending (?:user )?asks)(?: yet| recorded| captured)?|—|-|"
     # "none" in the other languages the guard is tested on (a template filled with nothing)
     r"无|暂无|没有|なし|特になし|없음|нет|ничего|keine[rs]?|nichts|aucune?|rien|ninguno|ninguna|nada|"
-    r"nenhum|nenhuma|brak|nessuno|nessuna|geen|لا يوجد|אין)\s*[.。]?\s*$",
-    re.I,
-)
+    r"nenhum|nenhuma|brak|nessuno|nessuna|geen|لا يوجد|אין")
+SKELETON_BODY_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:" + _SKELETON_WORDS + r")\s*[.。]?\s*$", re.I)
 HEADING_RE = re.compile(r"^\s*(?:#{1,6}\s+\S.*|\*\*[^*]+\*\*:?)\s*$")
 
 # ---------------------------------------------------------------------------
@@ -153,21 +156,39 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
 _LABEL_LINE_RE = re.compile(r"^\s*(?:#{1,6}\s+[^\n]{1,60}(?<![.。!?！？])|\*\*[^*]+\*\*\s*:?|[^\W\d_][^:\n]{0,40}:)\s*$")
 
 
+def _may_be_label(line: str) -> bool:
+    """What a stripped line needs for _LABEL_LINE_RE (or HEADING_RE) to match it: a heading's
+    `#` or a bold label's `**` first, or a label's colon last. Tested before the pattern."""
+    return line.startswith(("#", "**")) or line.endswith(":")
+
+
 def _headings_only(text: str) -> bool:
     """Headings or labels ("## Decisions", "**Summary:**", "Open TODOs:") and nothing
     else: a summary cut off before its first line of content."""
     if len(text) > 400:
         return False
     lines = text.splitlines()
-    first = next((ln for ln in lines if ln.strip()), "")
-    if not _LABEL_LINE_RE.match(first.strip()):        # the first line says already
+    first = next((ln for ln in lines if ln.strip()), "").strip()
+    if not _may_be_label(first) or not _LABEL_LINE_RE.match(first):        # the first line says already
         return False
     lines = [ln.strip() for ln in lines if ln.strip()]
     # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
     # loop (repetition), not an empty summary
-    if not lines or not all(_LABEL_LINE_RE.match(ln) for ln in lines):
+    if not lines or not all(_may_be_label(ln) and _LABEL_LINE_RE.match(ln) for ln in lines):
         return False
     return len({re.sub(r"\d+", "0", ln) for ln in lines}) == len(lines)
+
+
+# A skeleton's body line is one of SKELETON_BODY_RE's words, at most this long (the regex
+# parser's own reading of the longest), once a list mark and the full stop are taken away:
+# the pattern is tried only on such lines
+_SKELETON_BODY_MAX_CHARS = _sre_parse.parse(_SKELETON_WORDS).getwidth()[1]
+
+
+def _may_be_skeleton_body(core: str) -> bool:
+    if core[:1] in ("-", "*"):
+        core = core[1:].lstrip()
+    return len(core.rstrip(".。").rstrip()) <= _SKELETON_BODY_MAX_CHARS
 
 
 def _is_skeleton(text: str) -> bool:
@@ -177,11 +198,12 @@ def _is_skeleton(text: str) -> bool:
     # at most 40 lines (read until one is neither)
     headings = body = 0
     for ln in text.splitlines():
-        if not ln.strip():
+        core = ln.strip()
+        if not core:
             continue
-        if SKELETON_BODY_RE.match(ln):
+        if _may_be_skeleton_body(core) and SKELETON_BODY_RE.match(ln):
             body += 1
-        elif HEADING_RE.match(ln):
+        elif core.startswith(("#", "**")) and HEADING_RE.match(ln):
             headings += 1
         else:
             return False
@@ -209,6 +231,15 @@ def _content_line(ln: str) -> bool:
     return bool(_LETTER_RE.search(ln)) and not (_LABEL_LINE_RE.match(ln) or HEADING_RE.match(ln) or _LONE_TAG_RE.match(ln))
 
 
+def _ends_bracketed(ln: str) -> bool:
+    """Whether a line ends as a placeholder line does (_PLACEHOLDER_LINE_RE, whole): on `]`,
+    or on `]`, spacing and one of `.:;,`. Tested before the line's regexes."""
+    end = ln.rstrip()
+    if end[-1:] in (".", ":", ";", ","):
+        end = end[:-1].rstrip()
+    return end[-1:] == "]"
+
+
 def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> list:
     """The `empty` finding for a summary that is the prompt's template with its placeholders
     left in (see above); placeholders the input also has (a conversation about a template)
@@ -224,9 +255,10 @@ def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> 
             return body
         return None
 
-    # the placeholder lines first (each holds a `]`); then the content lines, counted until they
-    # are too many for the placeholders to be empty_placeholder_share of them
-    bodies = [b for ln in lines if "]" in ln and _content_line(ln) and (b := placeholder(ln)) is not None]
+    # the placeholder lines first (each ends on a `]`, or on `]` and one of `.:;,`); then the
+    # content lines, counted until they are too many for the placeholders to be
+    # empty_placeholder_share of them
+    bodies = [b for ln in lines if _ends_bracketed(ln) and _content_line(ln) and (b := placeholder(ln)) is not None]
     placeholders = len(bodies)
     if placeholders < settings.empty_min_placeholders:
         return []

@@ -202,6 +202,23 @@ def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = Fal
     return out
 
 
+def _char_token_spans(text: str, pattern, min_hits: int = 1) -> list:
+    """_token_spans for a pattern of one character (U+FFFD, a control or a rare character),
+    `min_hits` 1 or 2: each token is found by one search, and whether it holds a second
+    match by one more inside it; noise with thousands of matches is not read a match at a time."""
+    out = []
+    search = pattern.search
+    m = search(text)
+    while m is not None:
+        i = m.start()
+        s = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
+        e = max(i + 1, _NONSPACE_RE.match(text, i).end())
+        if min_hits < 2 or search(text, i + 1, e) is not None:
+            out.append((s, e))
+        m = search(text, e)
+    return out
+
+
 def _piece_spans(text: str, settings) -> list:
     """Tokens holding BPE piece characters, when a leak is what put them there: pieces
     inside tokens (`ĠtheĠcat`), or before at least tokenizer_min_density of the words.
@@ -250,7 +267,7 @@ def _spans(text: str, settings) -> dict:
         odd = _ODD_CHAR_RE.search(text) is not None       # beyond Latin-1's letters
         pair = _LATIN1_PAIR_RE.search(text) is not None   # two Latin-1 characters in a row
         if odd and "\ufffd" in text:
-            spans["replacement_chars"] = _token_spans(text, REPLACEMENT_RE.finditer(text))
+            spans["replacement_chars"] = _char_token_spans(text, REPLACEMENT_RE)
         if odd and _PIECE_CHAR_RE.search(text):
             spans["tokenizer_pieces"] = _piece_spans(text, settings)
         if pair and _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
@@ -260,13 +277,13 @@ def _spans(text: str, settings) -> dict:
             if len(bpe) >= 3:
                 spans.setdefault("tokenizer_pieces", []).extend(bpe)
         if odd:
-            spans["random_unicode"] = _token_spans(text, RARE_CHAR_RE.finditer(text), min_hits=2)
+            spans["random_unicode"] = _char_token_spans(text, RARE_CHAR_RE, min_hits=2)
         if pair:
             spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
         if odd:
-            spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
+            spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
     elif text.isascii() and raw.translate(None, _ALL_BUT_ASCII_CONTROL):   # (other text without a suspect has none)
-        spans["control_chars"] = _token_spans(text, CONTROL_RE.finditer(text))
+        spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
             and raw.translate(_NUMBER_ENDS_MAP).count(b"0 ") >= settings.token_id_run - 1:
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)

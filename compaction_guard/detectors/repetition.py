@@ -159,24 +159,25 @@ def measure(data: bytes, settings, block: Optional[int] = None, max_novelty: Opt
     n = len(data)
     comp = _compressor().compressobj()
     compress, flush, sync = comp.compress, comp.flush, zstandard.COMPRESSOBJ_FLUSH_BLOCK
-    total = 0
-    longest = None
+    # what each block adds, all blocks first (the stream's calls in one comprehension)
+    sizes = [len(compress(data[i:i + block])) + len(flush(sync)) for i in range(0, n, block)]
+    total = sum(sizes)
+    longest = None      # (start, length)
     run_start = -1
     run_end = 0
-    for i in range(0, n, block):
-        chunk = data[i:i + block]
-        added = len(compress(chunk)) + len(flush(sync))
-        total += added
+    last = len(sizes) - 1
+    for k, added in enumerate(sizes):
         if added <= limit:
+            i = k * block
             if run_start < 0:
                 run_start = i
-            run_end = i + len(chunk)
-            if longest is None or run_end - run_start > longest.length:
-                longest = Stretch(run_start, run_end - run_start)
-        elif i + block < n:      # the last, partial block is too small to judge
+            run_end = min(n, i + block)
+            if longest is None or run_end - run_start > longest[1]:
+                longest = (run_start, run_end - run_start)
+        elif k < last:      # the last, partial block is too small to judge
             run_start = -1
     final = Stretch(run_start, run_end - run_start) if run_start >= 0 and run_end >= n - block else None
-    return Novelty(n, round(n / total, 2) if total else 0.0, longest, final)
+    return Novelty(n, round(n / total, 2) if total else 0.0, longest and Stretch(*longest), final)
 
 
 def _unit_at(data: bytes, start: int, settings) -> tuple:
@@ -554,7 +555,9 @@ def detect(content: str, settings, input_text: Optional[str] = None, cut_off: Op
         candidates.append(Stretch(n - tail, tail))
         if nov.final is not None:
             candidates.append(nov.final)
-    if nov.longest is not None and nov.longest is not nov.final and nov.longest.length >= settings.loop_min_share * n:
+    if nov.longest is not None and not (ends_repeating and nov.longest == nov.final) \
+            and nov.longest.length >= settings.loop_min_share * n:
+        # (the final stretch again is read once: the same stretch gives the same verdict)
         candidates.append(nov.longest)
     whole = None
     if short and not candidates and content.count("\n") >= settings.loop_min_copies_short:

@@ -90,25 +90,23 @@ def _record(path: Path, i: int, raw, source: str) -> SummaryRecord:
     if not isinstance(raw, dict):
         raise GuardError(f"{path}: record {i + 1} is a {type(raw).__name__}, not a mapping; "
                          "each record needs at least a 'content' (or 'summary') field")
-    content = raw.get("content", raw.get("summary"))
-    if content is not None and not isinstance(content, str):
+    get = raw.get
+    content = get("content") if "content" in raw else get("summary")
+    if content is None:
+        content = ""
+    elif not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False) if isinstance(content, (dict, list)) else str(content)
-    tokens = raw.get("input_tokens")
+    tokens = get("input_tokens")
     if tokens is not None:
         if isinstance(tokens, bool) or not isinstance(tokens, (int, float)) or tokens < 0:
             raise GuardError(f"{path}: record {i + 1} has input_tokens={tokens!r}; give a whole number of tokens or leave it out")
         tokens = int(tokens)
-    inp = raw.get("input")
-    previous = raw.get("previous")
-    rid = raw.get("id", raw.get("summary_id"))
-    return SummaryRecord(
-        id=str(rid) if rid is not None else f"#{i + 1}",
-        content=content if content is not None else "",
-        source=source,
-        input_text=inp if isinstance(inp, str) else None,
-        input_tokens=tokens,
-        previous=previous if isinstance(previous, str) else None,
-    )
+    inp = get("input")
+    previous = get("previous")
+    rid = get("id") if "id" in raw else get("summary_id")
+    return SummaryRecord(str(rid) if rid is not None else f"#{i + 1}", content, source,
+                         inp if isinstance(inp, str) else None, tokens,
+                         previous if isinstance(previous, str) else None)
 
 
 def _records_from(path: Path, data, source: str) -> Optional[list]:
