@@ -467,7 +467,8 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     gates = (_CJK_GATE_CHARS, _GATE_CHARS) if not text.isascii() and _CJK_CHAR_RE.search(text, 0, _CJK_GATE_CHARS) \
         else (_GATE_CHARS,)
     for prefix in tuple(text[:g] for g in gates if len(text) > g) + (None,):
-        seen = set(units(prefix if prefix is not None else text)) if prefix is not None or len(text) <= PIECE \
+        part = prefix if prefix is not None else text
+        seen = set(units(part)) if prefix is not None or len(text) <= PIECE \
             else {u for _, piece in pieces(text) for u in units(piece)}
         cand = seen.difference(skip)
         if extra:
@@ -476,8 +477,10 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
             # what the labels take, read exactly (their lines found by a membership test each)
             if labels is None:
                 labels = _label_units(text)
-            if _more_than(cand - labels if labels else cand, enough - 1):   # enough content units, whatever the rest holds
-                return [], [], enough, 0
+            left = cand - labels if labels else cand
+            # (units of ASCII letters alone, as most are: those under 3 bytes are all in `skip`)
+            if len(left) > enough - 1 if _letters_only(part) else _more_than(left, enough - 1):
+                return [], [], enough, 0      # enough content units, whatever the rest holds
     # what remains, by set operations: the template's units present, the content ones
     if labels is None:
         labels = _label_units(text)
@@ -524,6 +527,17 @@ def _in_order(text: str, content: set, most: int) -> list:
 
 _GATE_CHARS = 320
 _CJK_GATE_CHARS = 96
+
+
+# The ASCII bytes a word unit can hold besides lowercase letters (overlap.units lowers the text and
+# makes separators and digits spaces; bytes.split leaves these controls in): all others, to delete
+_ALL_BUT_UNIT_CONTROLS = bytes(b for b in range(256) if not (b < 0x09 or 0x0e <= b <= 0x1f or b == 0x7f))
+
+
+def _letters_only(text: str) -> bool:
+    """Whether every word unit of `text` is ASCII letters: then each unit under 3 bytes is one
+    of the short ones _skip_units leaves out."""
+    return text.isascii() and not text.encode("ascii").translate(None, _ALL_BUT_UNIT_CONTROLS)
 
 
 def _more_than(cand: set, n: int) -> bool:

@@ -252,6 +252,10 @@ _ODD_CHAR_RE = re.compile(
     "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
 )
 _LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
+# the characters of the replacement, piece, rare and control patterns (an odd text holding none
+# of them can match none of the four)
+_NOISE_CHAR_RE = re.compile("[" + "".join(p.pattern[1:-1] for p in (CONTROL_RE, RARE_CHAR_RE, _PIECE_CHAR_RE))
+                            + "\ufffd]")
 # The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
 # in a row (two C-level passes: a translation, a substring search)
 _BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
@@ -266,9 +270,12 @@ def _spans(text: str, settings) -> dict:
         # most such text is Latin with accents: two gates say which patterns can match at all
         odd = _ODD_CHAR_RE.search(text) is not None       # beyond Latin-1's letters
         pair = _LATIN1_PAIR_RE.search(text) is not None   # two Latin-1 characters in a row
-        if odd and "\ufffd" in text:
+        # a character of the replacement, piece, rare or control patterns, looked for at once:
+        # the letters of Polish, Czech or Turkish that make a text odd are none of them
+        noisy = odd and _NOISE_CHAR_RE.search(text) is not None
+        if noisy and "\ufffd" in text:
             spans["replacement_chars"] = _char_token_spans(text, REPLACEMENT_RE)
-        if odd and _PIECE_CHAR_RE.search(text):
+        if noisy and _PIECE_CHAR_RE.search(text):
             spans["tokenizer_pieces"] = _piece_spans(text, settings)
         if pair and _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
             spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
@@ -276,11 +283,11 @@ def _spans(text: str, settings) -> dict:
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
             if len(bpe) >= 3:
                 spans.setdefault("tokenizer_pieces", []).extend(bpe)
-        if odd:
+        if noisy:
             spans["random_unicode"] = _char_token_spans(text, RARE_CHAR_RE, min_hits=2)
         if pair:
             spans["latin1_bytes"] = [m.span() for m in LATIN1_RUN_RE.finditer(text)]
-        if odd:
+        if noisy:
             spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
     elif text.isascii() and raw.translate(None, _ALL_BUT_ASCII_CONTROL):   # (other text without a suspect has none)
         spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
