@@ -518,7 +518,8 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
                                        len(data), settings):
         return False, unit, copies, at_end, share, None
     if loop and masked and at_end and copies < settings.loop_min_copies_numbers and _ends_on_row(content) \
-            and not cut_off() and _table(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data), settings):
+            and not cut_off() \
+            and _table(content, unit, copies, max(0, end - copies * len(unit) - len(unit)), len(data), settings):
         # rows of data (`| web-1 | ok | 112 ms |` …): each says something new
         return False, unit, copies, at_end, share, None
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
