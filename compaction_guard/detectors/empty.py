@@ -203,7 +203,7 @@ def _is_skeleton(text: str) -> bool:
             continue
         if _may_be_skeleton_body(core) and SKELETON_BODY_RE.match(ln):
             body += 1
-        elif core.startswith(("#", "**")) and HEADING_RE.match(ln):
+        elif _may_be_label(core) and HEADING_RE.match(ln):
             headings += 1
         else:
             return False

@@ -155,7 +155,6 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
 
 
 _NONSPACE_RE = re.compile(r"\S*")
-_LETTERS_RE = re.compile(r"[^\W\d_]*")
 _PIECE_CHAR_RE = re.compile("[\u0120\u010a\u0109\u2581]")
 # Symbols prose hardly uses; random printable text is full of them. The gate for the
 # symbol patterns leaves out the two Markdown writes most (`|` tables, `**bold**`).
@@ -173,9 +172,15 @@ _NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b >= 0x80 else 0x20 if b i
                          for b in range(256))
 
 
-def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = False) -> list:
-    """The whitespace-delimited tokens (or letter runs) around regex matches, merged;
-    tokens with fewer than `min_hits` matches are left out. Linear: each token once."""
+def _token_at(text: str, i: int) -> tuple:
+    """(start, end) of the whitespace-delimited token holding the character at `i`."""
+    return (max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1,
+            max(i + 1, _NONSPACE_RE.match(text, i).end()))
+
+
+def _token_spans(text: str, matches, min_hits: int = 1) -> list:
+    """The whitespace-delimited tokens around regex matches, merged; tokens with fewer
+    than `min_hits` matches are left out. Linear: each token once."""
     out = []
     hits = 0
     end = -1
@@ -186,17 +191,9 @@ def _token_spans(text: str, matches, min_hits: int = 1, letters_only: bool = Fal
             continue
         if out and hits < min_hits:
             out.pop()
-        if letters_only:
-            s = i
-            while s > 0 and text[s - 1].isalpha():
-                s -= 1
-            e = _LETTERS_RE.match(text, m.end()).end()
-        else:
-            s = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
-            e = max(i + 1, _NONSPACE_RE.match(text, i).end())
-        out.append((s, e))
+        out.append(_token_at(text, i))
         hits = 1
-        end = e
+        end = out[-1][1]
     if out and hits < min_hits:
         out.pop()
     return out
@@ -211,8 +208,7 @@ def _char_token_spans(text: str, pattern, min_hits: int = 1) -> list:
     m = search(text)
     while m is not None:
         i = m.start()
-        s = max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1
-        e = max(i + 1, _NONSPACE_RE.match(text, i).end())
+        s, e = _token_at(text, i)
         if min_hits < 2 or search(text, i + 1, e) is not None:
             out.append((s, e))
         m = search(text, e)

@@ -441,9 +441,8 @@ def _table(content: str, unit: bytes, copies: int, begin: int, masked_size: int,
     | ok | 98 ms |`, …: the latencies). A looping model counts (`1. This is a very good
     document.`, `## 1.4.0`), comes back to its numbers (`exit 0 (692 ms)` twice) or, when it
     writes new ones, runs on to max_tokens and is cut inside a row, or past a table's length
-    (callers ask only of text not cut off, under loop_min_copies_numbers copies)."""
-    if not _ends_on_row(content):
-        return False
+    (callers ask only of text that ends on a whole row, _ends_on_row, and is not cut off, under
+    loop_min_copies_numbers copies)."""
     rows = _copy_numbers(content, unit, copies + 1, begin, masked_size)
     if len(rows) < 3 or len({len(r) for r in rows}) != 1:
         return False
