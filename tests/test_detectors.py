@@ -1146,6 +1146,13 @@ def test_every_other_script_digit_has_a_lead_byte_the_repetition_gate_knows():
               if not 0xD800 <= c < 0xE000 and d.match(chr(c))
               and not repetition._OTHER_DIGIT_LEAD_RE.match(chr(c).encode("utf-8"))]
     assert not missed
+    # those whose lead byte is 0xEF are the full-width ones the gate reads three bytes of
+    assert all(repetition._FULLWIDTH_DIGIT_RE.fullmatch(chr(c).encode("utf-8"))
+               for c in range(0x80, sys.maxunicode + 1)
+               if not 0xD800 <= c < 0xE000 and d.match(chr(c)) and chr(c).encode("utf-8")[0] == 0xEF)
+    assert repetition.normalize("٣ ٤ x３") == b"0 0 x0"
+    assert repetition.normalize("第３章，见（１２）") == "第0章，见（0）".encode()
+    assert repetition.normalize("第3章，见（12）") == "第0章，见（0）".encode()
     assert repetition.normalize("٣ ٤ x३ ３") == b"0 0 x0 0"
 
 
@@ -1154,3 +1161,42 @@ def test_every_other_script_digit_has_a_lead_byte_the_repetition_gate_knows():
 def test_class_switch_rate_read_in_c_is_the_per_character_one(tok):
     from compaction_guard.detectors import garbled
     assert garbled._class_switch_rate(tok) == garbled._class_switch_rate_slow(tok)
+
+
+@hsettings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZ09+/=_-.,!\n " + "bcXY17", max_size=300))
+def test_base64_runs_read_off_bytes_are_the_candidate_pattern_s_matches(text):
+    from compaction_guard.detectors import garbled
+    runs = garbled._base64_runs(text.encode().translate(garbled._BASE64_MAP))
+    assert runs == [m.span() for m in garbled.BASE64_CANDIDATE_RE.finditer(text)]
+
+
+def test_suspect_classes_searched_without_their_astral_part_miss_no_character():
+    """garbled's gates search each class without its rare astral characters, and those apart
+    (_rare_astral): together they are the whole class, for every code point."""
+    import re
+    import sys
+    from compaction_guard.detectors import garbled
+    rare = re.compile(f"[{garbled._RARE_BMP}{garbled._RARE_ASTRAL}]")
+    whole = {
+        garbled._SUSPECT_RE: re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\u0143\u2581\ufffd{rare.pattern[1:-1]}]"),
+        garbled._ODD_CHAR_RE: re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2581\ufffd{rare.pattern[1:-1]}]"),
+        garbled._NOISE_CHAR_RE: re.compile("[" + garbled.CONTROL_RE.pattern[1:-1] + rare.pattern[1:-1]
+                                           + garbled._PIECE_CHAR_RE.pattern[1:-1] + "\ufffd]"),
+    }
+    for c in range(sys.maxunicode + 1):
+        if 0xD800 <= c < 0xE000:
+            continue
+        ch = chr(c)
+        astral = garbled._rare_astral(ch, ch.encode("utf-8"))
+        assert astral == (c > 0xFFFF and rare.match(ch) is not None)
+        for gate, cls in whole.items():
+            assert (gate.match(ch) is not None or astral) == (cls.match(ch) is not None), hex(c)
+
+
+@hsettings(max_examples=500, deadline=None)
+@given(st.text(alphabet=[chr(c) for c in range(128)], max_size=700), st.sampled_from([1, 3, 64, 128]))
+def test_inner_symbols_counted_on_bytes_are_the_pattern_s_matches(text, half):
+    from compaction_guard.detectors import garbled
+    count = garbled.INNER_SYMBOL_RE.findall
+    assert garbled._inner_symbols(text, half) == [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]

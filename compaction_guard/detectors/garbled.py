@@ -92,10 +92,10 @@ RANDOM_CANDIDATE_RE = re.compile(
 # Characters from blocks that ordinary text in any language rarely uses
 # (private use, runic, Glagolitic, Vai, Braille, supplementary planes below the
 # emoji, CJK extension B+): two or more in one word is random Unicode.
-RARE_CHAR_RE = re.compile(
-    "[\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff"
-    "\u2b00-\u2bff\u2900-\u2aff\U00010000-\U0001efff\U00020000-\U0002fa1f]"
-)
+_RARE_BMP = "\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff" \
+    "\u2b00-\u2bff\u2900-\u2aff"
+_RARE_ASTRAL = "\U00010000-\U0001efff\U00020000-\U0002fa1f"
+RARE_CHAR_RE = re.compile(f"[{_RARE_BMP}{_RARE_ASTRAL}]")
 
 # Random printable ASCII: symbols inside words. Counted per window of
 # garbled_window_chars; a window is junk when symbols sit inside its words (at least
@@ -231,44 +231,68 @@ def _piece_spans(text: str, settings) -> list:
 
 # Every non-ASCII pattern above needs one of these characters; text without any of
 # them (most Chinese, Japanese, Korean, Cyrillic, Arabic, Hebrew prose) skips them all.
-_SUSPECT_RE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\u0143\u2581\ufffd\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf"
-    "\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff\u2b00-\u2bff\u2900-\u2aff"
-    "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
-)
+# (Each of these classes is searched for without its astral characters, the rare ones of the
+# supplementary planes: a class that reaches past U+FFFF is a list of ranges the regex engine
+# walks for every character, one within it a table it reads once. Those rare astral characters
+# are looked for apart, only in text that holds an astral character at all: _rare_astral.)
+_SUSPECT_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\u0143\u2581\ufffd{_RARE_BMP}]")
 
 
 # The suspects split in two: characters beyond Latin-1's letters (controls, U+0100-U+0143,
 # U+2581, U+FFFD, the rare blocks: every replacement, piece, BPE-byte, rare and control
 # pattern needs one), and two Latin-1 characters in a row (every mojibake sequence and
 # latin-1 run starts so; accented letters in real words stand between ASCII ones)
-_ODD_CHAR_RE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2581\ufffd\ue000-\uf8ff\u16a0-\u16ff\u1d00-\u1dbf"
-    "\u2c00-\u2c5f\ua500-\ua69f\ua720-\ua7ff\u2800-\u28ff\u2b00-\u2bff\u2900-\u2aff"
-    "\U00010000-\U0001efff\U00020000-\U0002fa1f]"
-)
+_ODD_CHAR_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2581\ufffd{_RARE_BMP}]")
 _LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
 # the characters of the replacement, piece, rare and control patterns (an odd text holding none
 # of them can match none of the four)
-_NOISE_CHAR_RE = re.compile("[" + "".join(p.pattern[1:-1] for p in (CONTROL_RE, RARE_CHAR_RE, _PIECE_CHAR_RE))
-                            + "\ufffd]")
+_NOISE_CHAR_RE = re.compile("[" + CONTROL_RE.pattern[1:-1] + _RARE_BMP + _PIECE_CHAR_RE.pattern[1:-1] + "\ufffd]")
+_RARE_ASTRAL_RE = re.compile(f"[{_RARE_ASTRAL}]")
+# every byte but the lead bytes of 4-byte UTF-8 (astral characters), for bytes.translate to delete
+_ALL_BUT_ASTRAL_LEADS = bytes(b for b in range(256) if b < 0xF0)
+
+
+def _rare_astral(text: str, raw: bytes) -> bool:
+    """Whether the text holds a rare character of the supplementary planes (RARE_CHAR_RE's
+    astral part), looked for only when its UTF-8 holds a 4-byte character at all."""
+    return bool(raw.translate(None, _ALL_BUT_ASTRAL_LEADS)) and _RARE_ASTRAL_RE.search(text) is not None
 # The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
 # in a row (two C-level passes: a translation, a substring search)
 _BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
 _BASE64_MAP = bytes(0x61 if b in _BASE64_BYTES else 0x20 for b in range(256))
+_BASE64_RUN = b"a" * 40
+
+
+def _base64_runs(mapped: bytes) -> list:
+    """BASE64_CANDIDATE_RE's matches read off _BASE64_MAP's bytes: (start, end) of each whole
+    run of 40 or more "a". The first 40 in a row found is where a run starts (one "a" earlier
+    would have been found first); the run ends at the next space."""
+    out = []
+    i = mapped.find(_BASE64_RUN)
+    while i >= 0:
+        e = mapped.find(b" ", i + 40)
+        e = len(mapped) if e < 0 else e
+        out.append((i, e))
+        i = mapped.find(_BASE64_RUN, e)
+    return out
 
 
 def _spans(text: str, settings) -> dict:
     """{pattern name: [(start, end), ...]} of junk in `text`."""
     spans = {}
     raw = text.encode("utf-8", "surrogatepass")
-    if not text.isascii() and _SUSPECT_RE.search(text):
+    if not text.isascii() and (_SUSPECT_RE.search(text) or _rare_astral(text, raw)):
         # most such text is Latin with accents: two gates say which patterns can match at all
+        astral = None       # (measured once, if asked)
         odd = _ODD_CHAR_RE.search(text) is not None       # beyond Latin-1's letters
-        pair = _LATIN1_PAIR_RE.search(text) is not None   # two Latin-1 characters in a row
+        if not odd:
+            odd = astral = _rare_astral(text, raw)
+        # two Latin-1 characters in a row (each character of U+0080-U+00FF is a C2 or C3 byte, then one more)
+        pair = (b"\xc2" in raw or b"\xc3" in raw) and _LATIN1_PAIR_RE.search(text) is not None
         # a character of the replacement, piece, rare or control patterns, looked for at once:
         # the letters of Polish, Czech or Turkish that make a text odd are none of them
-        noisy = odd and _NOISE_CHAR_RE.search(text) is not None
+        noisy = odd and (_NOISE_CHAR_RE.search(text) is not None
+                         or (astral if astral is not None else _rare_astral(text, raw)))
         if noisy and "\ufffd" in text:
             spans["replacement_chars"] = _char_token_spans(text, REPLACEMENT_RE)
         if noisy and _PIECE_CHAR_RE.search(text):
@@ -292,8 +316,12 @@ def _spans(text: str, settings) -> dict:
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                               if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())
                               and not _counting(m.group())]
-    if b"a" * 40 in raw.translate(_BASE64_MAP):      # 40 base64 characters in a row at all
-        spans["base64_noise"] = [m.span() for m in BASE64_CANDIDATE_RE.finditer(text) if _is_base64_noise(text, *m.span())]
+    b64 = raw.translate(_BASE64_MAP)
+    if _BASE64_RUN in b64:      # 40 base64 characters in a row at all
+        # the candidates are those runs: in ASCII text read off the bytes, where they stand at
+        # the same offsets (substring searches, in C)
+        runs = _base64_runs(b64) if len(raw) == len(text) else [m.span() for m in BASE64_CANDIDATE_RE.finditer(text)]
+        spans["base64_noise"] = [(s, e) for s, e in runs if _is_base64_noise(text, s, e)]
     if len(raw.translate(None, _ALL_BUT_GATE_SYMBOLS)) >= 4:
         spans["random_symbols"] = ([(s, e) for s, e in _token_spans(text, RANDOM_CANDIDATE_RE.finditer(text))
                                     if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
@@ -354,15 +382,35 @@ _RANDOM_CANDIDATE_MAP = bytes(0x53 if b in _RANDOM_SYMBOLS else 0x61 if chr(b).i
 _RANDOM_CANDIDATE_BYTES_RE = re.compile(rb"Sa{1,3}Sa{0,3}S")
 
 
+# INNER_SYMBOL_RE's characters on an ASCII text's bytes: its symbols, and the printable
+# characters ([!-~]) a symbol must stand between, each as a byte 1 (every other byte 0)
+_INNER_SYMBOL_MAP = bytes(1 if INNER_SYMBOL_RE.match(chr(b) * 3, 1) else 0 for b in range(256))
+_PRINTABLE_MAP = bytes(1 if 0x21 <= b <= 0x7E else 0 for b in range(256))
+
+
+def _inner_symbols(text: str, half: int) -> list:
+    """How many INNER_SYMBOL_RE matches start in each `half` characters of the text. In ASCII
+    text, without the regex: the symbols' bytes ANDed with the printable ones' shifted one byte
+    either way (a symbol with a printable character on both sides), as big integers, and the
+    1 bytes of each half counted (C-level passes, no character class read at every position)."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        printable = int.from_bytes(raw.translate(_PRINTABLE_MAP), "big")
+        inner = int.from_bytes(raw.translate(_INNER_SYMBOL_MAP), "big") & (printable << 8) & (printable >> 8)
+        marks = inner.to_bytes(len(raw), "big")
+        return [marks.count(1, s, s + half) for s in range(0, len(raw), half)]
+    # the pattern read up to the half's end and one character more (its lookahead's; a match
+    # there would need one beyond)
+    count = INNER_SYMBOL_RE.findall
+    return [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
+
+
 def _random_windows(text: str, settings) -> list:
     """Windows of random printable characters (see INNER_SYMBOL_RE above). Windows
     overlap by half, so a noise tail is seen whatever its offset."""
     window = settings.garbled_window_chars
     half = window // 2
-    # the inner symbols of each half window, counted in C: the pattern read up to the half's
-    # end and one character more (its lookahead's; a match there would need one beyond)
-    count = INNER_SYMBOL_RE.findall
-    hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)] + [0]
+    hits = _inner_symbols(text, half) + [0]
     out = []
     for b, k in enumerate(hits):
         if not k:

@@ -79,7 +79,7 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
             return data
         # digits of other scripts (٣, ३, ３) are masked as a regex sees them (looked for only
         # where their lead bytes are)
-        if not text.isascii() and data.translate(None, _ALL_BUT_OTHER_DIGIT_LEADS) and _OTHER_DIGIT_RE.search(text):
+        if not text.isascii() and _may_hold_other_digits(data) and _OTHER_DIGIT_RE.search(text):
             return _DIGITS_RE.sub("0", text).encode("utf-8", "surrogatepass")
         return _mask_ascii_digits(data)
     out = []
@@ -102,6 +102,18 @@ _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
 _OTHER_DIGIT_LEAD_RE = re.compile(rb"[\xd9\xdb\xdf\xe0\xe1\xea\xef\xf0-\xf4]")
 # every other byte, for bytes.translate to delete: what is left are the lead bytes (one C pass)
 _ALL_BUT_OTHER_DIGIT_LEADS = bytes(b for b in range(256) if not _OTHER_DIGIT_LEAD_RE.match(bytes([b])))
+# The only such digits with the lead byte 0xEF are the full-width ones, U+FF10-U+FF19: EF BC 90-99
+# (Chinese and Japanese text holds 0xEF for its full-width punctuation: ，！？（）)
+_FULLWIDTH_DIGIT_RE = re.compile(rb"\xef\xbc[\x90-\x99]")
+
+
+def _may_hold_other_digits(data: bytes) -> bool:
+    """Whether UTF-8 `data` may hold a decimal digit other than 0-9: one of their lead bytes
+    (or, when 0xEF is the only one, a full-width digit's three bytes) stands in it."""
+    leads = data.translate(None, _ALL_BUT_OTHER_DIGIT_LEADS)
+    return bool(leads) and (bool(leads.strip(b"\xef")) or _FULLWIDTH_DIGIT_RE.search(data) is not None)
+
+
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
 
 
