@@ -1194,9 +1194,39 @@ def test_suspect_classes_searched_without_their_astral_part_miss_no_character():
             assert (gate.match(ch) is not None or astral) == (cls.match(ch) is not None), hex(c)
 
 
-@hsettings(max_examples=500, deadline=None)
-@given(st.text(alphabet=[chr(c) for c in range(128)], max_size=700), st.sampled_from([1, 3, 64, 128]))
-def test_inner_symbols_counted_on_bytes_are_the_pattern_s_matches(text, half):
+_SOME_TEXT = st.one_of(st.text(alphabet=[chr(c) for c in range(128)], max_size=700),
+                      st.text(alphabet="ab ;{}<>,*`\n!é€中\u0100\uffff", max_size=700),
+                      st.text(max_size=300))
+
+
+@hsettings(max_examples=800, deadline=None)
+@given(_SOME_TEXT, st.sampled_from([1, 3, 64, 128]), st.sampled_from([0, 1, 6]))
+def test_inner_symbols_counted_on_bytes_are_the_pattern_s_matches(text, half, least):
+    """ASCII text, text within 16 bits (read as UTF-16) and text past them (the pattern itself)."""
     from compaction_guard.detectors import garbled
     count = garbled.INNER_SYMBOL_RE.findall
-    assert garbled._inner_symbols(text, half) == [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
+    hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
+    raw = text.encode("utf-8", "surrogatepass")
+    assert garbled._inner_symbols(text, half, raw, least) == (hits if sum(hits) >= least else [])
+
+
+@hsettings(max_examples=800, deadline=None)
+@given(st.text(alphabet="ab 1ó\u00c2\u00c3\u00e0\u00ef\u00f0\u00f4\u00a1\u00ac\u00ad\u00ae\u00bf\u0122\u0143\u0144\u0100"
+                        "łąé€™\u00a0\u00ff\u2122", max_size=60))
+def test_garbled_utf8_gates_see_what_the_text_patterns_see(text):
+    """BPE_BYTES_UTF8_RE finds BPE_BYTES_RE's matches in the UTF-8, and no Latin-1 pair stands
+    where _latin1_then_wide says none can."""
+    from compaction_guard.detectors import garbled
+    raw = text.encode("utf-8")
+    assert [m.group().decode() for m in garbled.BPE_BYTES_UTF8_RE.finditer(raw)] == \
+        [m.group() for m in garbled.BPE_BYTES_RE.finditer(text)]
+    if garbled._LATIN1_PAIR_RE.search(text):
+        assert garbled._latin1_then_wide(raw)
+
+
+@hsettings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab 12 ٣x\t3,", max_size=40), st.sampled_from([1, 2, 3]))
+def test_cutoff_head_masks_the_first_words_as_the_whole_line_masked(line, words):
+    import re
+    from compaction_guard.detectors import cutoff
+    assert cutoff._head(line, words) == " ".join(re.sub(r"\d+", "0", line).split()[:words])

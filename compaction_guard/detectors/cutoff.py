@@ -52,7 +52,9 @@ _ALNUM_RE = re.compile(r"[^\W_]")      # a character str.isalnum() says is one
 
 
 def _head(line: str, words: int = 2) -> str:
-    return " ".join(_DIGIT_RE.sub("0", line).split()[:words])
+    """The line's first `words` words, digits set aside (a run of digits never holds a space:
+    the words are cut first, and only they are read for digits)."""
+    return _DIGIT_RE.sub("0", " ".join(line.split(None, words)[:words]))
 
 
 def _same_start(a: str, b: str) -> bool:

@@ -144,6 +144,10 @@ def informative_chars(text: str, enough: int = 1 << 30) -> int:
         if part.isascii():      # ASCII letters and digits, counted in C
             n += len(part.encode("ascii").translate(None, _ALL_BUT_ALNUM))
         else:
+            ascii_alnum = len(part.encode("utf-8", "surrogatepass").translate(None, _ALL_BUT_ALNUM))
+            if n + ascii_alnum >= enough:        # its ASCII letters and digits alone make it certain
+                n += ascii_alnum
+                break
             n += count_matches(_INFORMATIVE_RUN_RE, part)
             if n < enough:      # a CJK character counts twice more (certain already otherwise)
                 n += 2 * count_matches(CJK_RUN_RE, part)

@@ -71,6 +71,12 @@ _MOJIBAKE_START_RE = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
 _BPE_CONT = "\u00a1-\u00ac\u00ae-\u00bf\u0122-\u0143"
 BPE_BYTES_RE = re.compile(
     f"[\u00c2-\u00df][{_BPE_CONT}]|[\u00e0-\u00ef][{_BPE_CONT}]{{2}}|[\u00f0-\u00f4][{_BPE_CONT}]{{3}}")
+# The same on the text's UTF-8: a lead U+00C2-U+00F4 is C3 82-B4; a continuation U+00A1-U+00AC or
+# U+00AE-U+00BF is C2 A1-AC or C2 AE-BF, U+0122-U+0143 is C4 A2-BF or C5 80-83 (a match holding
+# U+0100-U+0143, the ones kept, holds a C4 or C5 byte)
+_BPE_CONT_UTF8 = rb"(?:\xc2[\xa1-\xac\xae-\xbf]|\xc4[\xa2-\xbf]|\xc5[\x80-\x83])"
+BPE_BYTES_UTF8_RE = re.compile(rb"\xc3(?:[\x82-\x9f]%s|[\xa0-\xaf]%s{2}|[\xb0-\xb4]%s{3})"
+                               % (_BPE_CONT_UTF8, _BPE_CONT_UTF8, _BPE_CONT_UTF8))
 
 # Long base64-alphabet tokens with mixed case and digits: encoded blobs, random
 # keys. Hex-only strings (SHAs, UUIDs, hashes) never match: they lack mixed case.
@@ -246,6 +252,20 @@ _ODD_CHAR_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2
 _LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
 # the characters of the replacement, piece, rare and control patterns (an odd text holding none
 # of them can match none of the four)
+# The text's UTF-8 bytes by kind: C2 or C3 (a character of U+0080-U+00FF begins) "A", another
+# lead byte "B", a continuation byte "c", ASCII " "
+_WIDE_KIND_MAP = bytes(0x41 if b in (0xC2, 0xC3) else 0x42 if b >= 0xC4 else 0x63 if b >= 0x80 else 0x20
+                       for b in range(256))
+
+
+def _latin1_then_wide(raw: bytes) -> bool:
+    """Whether a character of U+0080-U+00FF stands right before another non-ASCII character:
+    what every match of _LATIN1_PAIR_RE needs (its second character is Latin-1 or a cp1252
+    continuation, all non-ASCII)."""
+    kinds = raw.translate(_WIDE_KIND_MAP)
+    return b"AcA" in kinds or b"AcB" in kinds
+
+
 _NOISE_CHAR_RE = re.compile("[" + CONTROL_RE.pattern[1:-1] + _RARE_BMP + _PIECE_CHAR_RE.pattern[1:-1] + "\ufffd]")
 _RARE_ASTRAL_RE = re.compile(f"[{_RARE_ASTRAL}]")
 # every byte but the lead bytes of 4-byte UTF-8 (astral characters), for bytes.translate to delete
@@ -287,8 +307,10 @@ def _spans(text: str, settings) -> dict:
         odd = _ODD_CHAR_RE.search(text) is not None       # beyond Latin-1's letters
         if not odd:
             odd = astral = _rare_astral(text, raw)
-        # two Latin-1 characters in a row (each character of U+0080-U+00FF is a C2 or C3 byte, then one more)
-        pair = (b"\xc2" in raw or b"\xc3" in raw) and _LATIN1_PAIR_RE.search(text) is not None
+        # two Latin-1 characters in a row: looked for only where the UTF-8 has a character of
+        # U+0080-U+00FF (a C2 or C3 byte, then one more) right before another non-ASCII one
+        pair = (b"\xc2" in raw or b"\xc3" in raw) and _latin1_then_wide(raw) \
+            and _LATIN1_PAIR_RE.search(text) is not None
         # a character of the replacement, piece, rare or control patterns, looked for at once:
         # the letters of Polish, Czech or Turkish that make a text odd are none of them
         noisy = odd and (_NOISE_CHAR_RE.search(text) is not None
@@ -299,10 +321,12 @@ def _spans(text: str, settings) -> dict:
             spans["tokenizer_pieces"] = _piece_spans(text, settings)
         if pair and _MOJIBAKE_START_RE.search(text):     # a lead byte then a continuation byte, at all
             spans["mojibake"] = [m.span() for m in MOJIBAKE_RE.finditer(text)]
-        if odd and re.search("[\u0100-\u0143]", text):
+        # (each match counted first on the UTF-8, where it starts at a C3 byte: the text is read
+        # for where they stand only when there are three)
+        if odd and b"\xc3" in raw and (b"\xc4" in raw or b"\xc5" in raw) \
+                and sum(1 for m in BPE_BYTES_UTF8_RE.finditer(raw) if b"\xc4" in m.group() or b"\xc5" in m.group()) >= 3:
             bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
-            if len(bpe) >= 3:
-                spans.setdefault("tokenizer_pieces", []).extend(bpe)
+            spans.setdefault("tokenizer_pieces", []).extend(bpe)
         if noisy:
             spans["random_unicode"] = _char_token_spans(text, RARE_CHAR_RE, min_hits=2)
         if pair:
@@ -327,7 +351,7 @@ def _spans(text: str, settings) -> dict:
                                     if _class_switch_rate(text[s:e]) >= 0.45 and "://" not in text[s:e]
                                     and not _balanced_brackets(text[s:e]) and not _markup(text[s:e])]
                                    if _RANDOM_CANDIDATE_BYTES_RE.search(raw.translate(_RANDOM_CANDIDATE_MAP)) else []) \
-            + _random_windows(text, settings)
+            + _random_windows(text, settings, raw)
     if not _LETTER_RE.search(text):
         # numbers only: token ids if they are bare integers, most of the tokens, and vary
         # (a loop of "1.1.1.1" is a loop; "1. 16:10:11" lines are a list of times)
@@ -386,37 +410,55 @@ _RANDOM_CANDIDATE_BYTES_RE = re.compile(rb"Sa{1,3}Sa{0,3}S")
 # characters ([!-~]) a symbol must stand between, each as a byte 1 (every other byte 0)
 _INNER_SYMBOL_MAP = bytes(1 if INNER_SYMBOL_RE.match(chr(b) * 3, 1) else 0 for b in range(256))
 _PRINTABLE_MAP = bytes(1 if 0x21 <= b <= 0x7E else 0 for b in range(256))
+_ZERO_MAP = bytes([1]) + bytes(255)
+# a window is looked at when its two halves hold this many inner symbols
+_WINDOW_MIN_INNER_SYMBOLS = 6
 
 
-def _inner_symbols(text: str, half: int) -> list:
-    """How many INNER_SYMBOL_RE matches start in each `half` characters of the text. In ASCII
-    text, without the regex: the symbols' bytes ANDed with the printable ones' shifted one byte
-    either way (a symbol with a printable character on both sides), as big integers, and the
-    1 bytes of each half counted (C-level passes, no character class read at every position)."""
-    if text.isascii():
-        raw = text.encode("ascii")
+def _inner_symbols(text: str, half: int, raw: bytes, least: int) -> list:
+    """How many INNER_SYMBOL_RE matches start in each `half` characters of the text, or [] when
+    there are fewer than `least` in all. Without the regex when every character fits in 16 bits:
+    one byte per character (the text's own in ASCII, the low byte of its UTF-16 elsewhere, set
+    to 0 where the high byte is not), the symbols' bytes ANDed with the printable ones' shifted
+    one byte either way (a symbol with a printable character on both sides) as big integers,
+    and the 1 bytes of each half counted (C-level passes, no character class read at every
+    position). `raw`: the text's UTF-8."""
+    if len(raw) == len(text):       # ASCII
+        symbols = int.from_bytes(raw.translate(_INNER_SYMBOL_MAP), "big")
         printable = int.from_bytes(raw.translate(_PRINTABLE_MAP), "big")
-        inner = int.from_bytes(raw.translate(_INNER_SYMBOL_MAP), "big") & (printable << 8) & (printable >> 8)
-        marks = inner.to_bytes(len(raw), "big")
-        return [marks.count(1, s, s + half) for s in range(0, len(raw), half)]
-    # the pattern read up to the half's end and one character more (its lookahead's; a match
-    # there would need one beyond)
-    count = INNER_SYMBOL_RE.findall
-    return [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
+    elif not raw.translate(None, _ALL_BUT_ASTRAL_LEADS):      # no character past U+FFFF
+        utf16 = text.encode("utf-16-be", "surrogatepass")
+        low, high = utf16[1::2], utf16[0::2]
+        ascii_ = int.from_bytes(high.translate(_ZERO_MAP), "big")      # where the high byte is 0
+        symbols = int.from_bytes(low.translate(_INNER_SYMBOL_MAP), "big") & ascii_
+        printable = int.from_bytes(low.translate(_PRINTABLE_MAP), "big") & ascii_
+    else:
+        # the pattern read up to the half's end and one character more (its lookahead's; a
+        # match there would need one beyond)
+        count = INNER_SYMBOL_RE.findall
+        hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
+        return hits if sum(hits) >= least else []
+    inner = symbols & (printable << 8) & (printable >> 8)
+    if inner.bit_count() < least:       # one bit a match
+        return []
+    marks = inner.to_bytes(len(text), "big")
+    return [marks.count(1, s, s + half) for s in range(0, len(text), half)]
 
 
-def _random_windows(text: str, settings) -> list:
+def _random_windows(text: str, settings, raw: Optional[bytes] = None) -> list:
     """Windows of random printable characters (see INNER_SYMBOL_RE above). Windows
-    overlap by half, so a noise tail is seen whatever its offset."""
+    overlap by half, so a noise tail is seen whatever its offset. `raw`: the text's UTF-8."""
     window = settings.garbled_window_chars
     half = window // 2
-    hits = _inner_symbols(text, half) + [0]
+    if raw is None:
+        raw = text.encode("utf-8", "surrogatepass")
+    hits = _inner_symbols(text, half, raw, _WINDOW_MIN_INNER_SYMBOLS) + [0]
     out = []
     for b, k in enumerate(hits):
         if not k:
             continue
         n = k + hits[b + 1]
-        if n < 6:
+        if n < _WINDOW_MIN_INNER_SYMBOLS:
             continue
         start = b * half
         raw = text[start:start + window]
