@@ -8,8 +8,12 @@ region is `garbled_min_run_chars` long (a good start with a garbage tail), or wh
 it holds `mojibake_min_sequences` mojibake sequences. Every pattern runs as one
 C-level regex over the text; Python only looks at the few candidates it returns.
 Cheaper gates first say which patterns can match at all (counts of ASCII bytes with
-bytes.translate, one character class for the non-Latin-1 suspects, one for two Latin-1
-characters in a row): most text runs none of them.
+bytes.translate, one character class within 16 bits for the non-Latin-1 suspects, the
+UTF-8's byte kinds for two Latin-1 characters in a row): most text runs none of them.
+Where a pattern would test a character class at every position of ordinary text (inner
+symbols, base64 runs), its matches are read off the text's bytes instead (translations,
+substring searches, big-integer masks): a regex engine that tests a class at every
+character mispredicts its branches, and costs more than its instructions say.
 """
 from __future__ import annotations
 
