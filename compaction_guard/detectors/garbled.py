@@ -254,8 +254,6 @@ _SUSPECT_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\u0143\u2581\ufffd{_R
 # latin-1 run starts so; accented letters in real words stand between ASCII ones)
 _ODD_CHAR_RE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u0100-\u0143\u2581\ufffd{_RARE_BMP}]")
 _LATIN1_PAIR_RE = re.compile(f"[\u00a0-\u00ff][\u00a0-\u00ff{_CONT}]")
-# the characters of the replacement, piece, rare and control patterns (an odd text holding none
-# of them can match none of the four)
 # The text's UTF-8 bytes by kind: C2 or C3 (a character of U+0080-U+00FF begins) "A", another
 # lead byte "B", a continuation byte "c", ASCII " "
 _WIDE_KIND_MAP = bytes(0x41 if b in (0xC2, 0xC3) else 0x42 if b >= 0xC4 else 0x63 if b >= 0x80 else 0x20
@@ -270,6 +268,8 @@ def _latin1_then_wide(raw: bytes) -> bool:
     return b"AcA" in kinds or b"AcB" in kinds
 
 
+# the characters of the replacement, piece, rare and control patterns (an odd text holding none
+# of them can match none of the four)
 _NOISE_CHAR_RE = re.compile("[" + CONTROL_RE.pattern[1:-1] + _RARE_BMP + _PIECE_CHAR_RE.pattern[1:-1] + "\ufffd]")
 _RARE_ASTRAL_RE = re.compile(f"[{_RARE_ASTRAL}]")
 # every byte but the lead bytes of 4-byte UTF-8 (astral characters), for bytes.translate to delete
@@ -280,6 +280,8 @@ def _rare_astral(text: str, raw: bytes) -> bool:
     """Whether the text holds a rare character of the supplementary planes (RARE_CHAR_RE's
     astral part), looked for only when its UTF-8 holds a 4-byte character at all."""
     return bool(raw.translate(None, _ALL_BUT_ASTRAL_LEADS)) and _RARE_ASTRAL_RE.search(text) is not None
+
+
 # The base64 alphabet's bytes as "a", every other byte as " ": a candidate is 40 of them
 # in a row (two C-level passes: a translation, a substring search)
 _BASE64_BYTES = bytes(range(0x30, 0x3a)) + bytes(range(0x41, 0x5b)) + bytes(range(0x61, 0x7b)) + b"+/=_-"
@@ -449,13 +451,11 @@ def _inner_symbols(text: str, half: int, raw: bytes, least: int) -> list:
     return [marks.count(1, s, s + half) for s in range(0, len(text), half)]
 
 
-def _random_windows(text: str, settings, raw: Optional[bytes] = None) -> list:
+def _random_windows(text: str, settings, raw: bytes) -> list:
     """Windows of random printable characters (see INNER_SYMBOL_RE above). Windows
     overlap by half, so a noise tail is seen whatever its offset. `raw`: the text's UTF-8."""
     window = settings.garbled_window_chars
     half = window // 2
-    if raw is None:
-        raw = text.encode("utf-8", "surrogatepass")
     hits = _inner_symbols(text, half, raw, _WINDOW_MIN_INNER_SYMBOLS) + [0]
     out = []
     for b, k in enumerate(hits):
