@@ -109,7 +109,7 @@ timed(empty, "information_free", "empty (information-free)")
 timed(garbled, "detect", "garbled"); timed(repetition, "detect", "repetition")
 timed(repetition, "normalize", "  repetition: normalize"); timed(repetition, "measure", "  repetition: zstd novelty")
 timed(D.cutoff, "detect", "cut_off (also inside repetition)"); timed(markers, "detect", "markers")
-timed(C, "detect_all", "all detectors")
+timed(C, "detect_many", "all detectors")
 t = time.perf_counter()
 records = list(load_file(sys.argv[1]).records(None))
 spent["loading"] = time.perf_counter() - t

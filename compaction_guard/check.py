@@ -4,8 +4,9 @@
     check_records(records, settings)                   -> CheckReport (one Result per record, in order)
     iter_results(records, settings, source=..., workers=N) -> Result, one at a time (bounded memory)
 
-Per-summary detectors need nothing but the record, so big batches run in worker
-processes; staleness and storms look across records, so they run here, in order.
+Per-summary detectors need nothing but the record: they run on batches of records
+(detectors.detect_many, a detector for the whole batch at a time), in worker processes
+for big checks; staleness and storms look across records, so they run here, in order.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable, Iterator, Optional
 
-from .detectors import StaleTracker, detect_all
+from .detectors import StaleTracker, detect_many
 from .detectors.lineage import LineageTracker
 from .detectors.overlap import Background
 from .detectors.storm import StormTracker
@@ -26,6 +27,8 @@ from .settings import DEFAULT, Settings
 from .tokens import COUNTERS, estimate_tokens
 
 BATCH = 256
+# a batch of long summaries ends sooner: the batch is held in memory at once
+BATCH_CHARS = 1 << 20
 
 
 def _content(record: SummaryRecord) -> str:
@@ -39,19 +42,32 @@ def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, 
             background, previous, (record.context_before, record.context_after), record.contract)
 
 
-def _detect(job) -> tuple:
-    """The per-summary work (no cross-record state): (findings, output_tokens, input_tokens,
-    fidelity figures or None). The seed's entropy is measured when a Result is read for it."""
+def _prepare(job) -> tuple:
+    """(detect_many's call, output_tokens, input_tokens, the fidelity figures' dict) of a job."""
     content, input_text, input_tokens, counter, settings, allow_own_l3, background, previous, context, required = job
     count = COUNTERS.get(counter, estimate_tokens)
     if input_text is not None and input_tokens is None:
         input_tokens = count(input_text)     # a store's own count (lcm token_count, tokensBefore) wins
     output_tokens = count(content)
     measures = {}
-    findings = detect_all(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
-                          allow_own_l3=allow_own_l3, input_text=input_text, measures=measures,
-                          background=background, previous=previous, context=context, required=required)
-    return findings, output_tokens, input_tokens, (measures or None)
+    keywords = dict(output_tokens=output_tokens, input_tokens=input_tokens, allow_own_l3=allow_own_l3,
+                    input_text=input_text, measures=measures, background=background, previous=previous,
+                    context=context, required=required)
+    return (content, settings, keywords), output_tokens, input_tokens, measures
+
+
+def _detect_batch(jobs: list) -> list:
+    """The per-summary work (no cross-record state), for each job: (findings, output_tokens,
+    input_tokens, fidelity figures or None). Each detector runs for the whole batch before
+    the next (detectors.detect_many). The seed's entropy is measured when a Result is read for it."""
+    prepared = [_prepare(j) for j in jobs]
+    found = detect_many([p[0] for p in prepared])
+    return [(findings, output_tokens, input_tokens, (measures or None))
+            for findings, (_, output_tokens, input_tokens, measures) in zip(found, prepared)]
+
+
+def _detect(job) -> tuple:
+    return _detect_batch([job])[0]
 
 
 def _judge(sid: str, content, settings: Settings) -> list:
@@ -60,10 +76,6 @@ def _judge(sid: str, content, settings: Settings) -> list:
     content = content if isinstance(content, str) else ("" if content is None else str(content))
     findings = _detect((content, None, None, "guard", settings, False, None, None, (None, None), None))[0]
     return [f.kind for f in findings if f.failure]
-
-
-def _detect_batch(jobs: list) -> list:
-    return [_detect(j) for j in jobs]
 
 
 def check_record(record: SummaryRecord, settings: Settings = DEFAULT, stale: Optional[StaleTracker] = None,
@@ -135,7 +147,8 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
 
     `source` (a stores.Source) primes staleness and storm tracking with the summaries
     an incremental check skipped. With `workers` > 1 the per-summary detectors run in
-    that many processes, a bounded number of batches in flight."""
+    that many processes, a bounded number of batches in flight; with one, a batch (BATCH
+    records at most, fewer when long) is checked before its Results are yielded."""
     stale = StaleTracker(settings.max_stale_keys)
     storms = StormTracker(settings)
     lineage = LineageTracker(lambda sid, content: _judge(sid, content, settings), settings.max_stale_keys)
@@ -164,13 +177,36 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
         return _result(rec, findings, output_tokens, input_tokens, fidelity)
 
     if workers <= 1:
-        for rec in records:
-            yield finish(rec, _detect(_job(rec, settings, background=background)))
+        for batch in _batches(records):
+            for rec, outcome in zip(batch, _detect_batch([_job(r, settings, background=background) for r in batch])):
+                yield finish(rec, outcome)
         return
-    it = iter(records)
-    batches = iter(lambda: list(itertools.islice(it, BATCH)), [])
     yield from _pooled(workers, ((b, _detect_batch, [_job(r, settings, background=background) for r in b])
-                                 for b in batches), finish)
+                                 for b in _batches(records)), finish)
+
+
+def _batches(records: Iterable[SummaryRecord]) -> Iterator[list]:
+    """The records in lists of at most BATCH, or fewer when they hold BATCH_CHARS characters
+    (summaries and inputs): a batch of huge summaries is not held at once. A store that fails
+    has the records it yielded before checked; its error is raised after them."""
+    batch, size = [], 0
+    it = iter(records)
+    while True:
+        try:
+            rec = next(it, None)
+        except Exception:       # noqa: BLE001 - re-raised once what was read is checked
+            if batch:
+                yield batch
+            raise
+        if rec is None:
+            break
+        batch.append(rec)
+        size += len(_content(rec)) + len(rec.input_text or "")
+        if len(batch) >= BATCH or size >= BATCH_CHARS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _pooled(workers: int, tasks, finish) -> Iterator[Result]:

@@ -68,11 +68,9 @@ def shannon_entropy(text: str) -> float:
     if not text:
         return 0.0
     total = len(text)
-    if text.isascii():        # each distinct byte counted by bytes.count, in C: 4x a Counter
-        b = text.encode()
-        counts = list(map(b.count, set(b)))
-    else:
-        counts = Counter(text).values()
+    # the counts in C: a Counter of the bytes (small ints) for ASCII, 1.6-2.5x one of the
+    # characters, and 1.4-2.3x counting each distinct byte with bytes.count (a pass each)
+    counts = Counter(text.encode() if text.isascii() else text).values()
     if total < len(_CLOG2):       # c log2 c from a table, summed in C
         s = sum(map(_CLOG2.__getitem__, counts))
     else:

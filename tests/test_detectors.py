@@ -1230,3 +1230,48 @@ def test_cutoff_head_masks_the_first_words_as_the_whole_line_masked(line, words)
     import re
     from compaction_guard.detectors import cutoff
     assert cutoff._head(line, words) == " ".join(re.sub(r"\d+", "0", line).split()[:words])
+
+
+def test_a_batch_gets_each_summary_s_own_verdict():
+    """detect_many runs each detector for the whole batch before the next one: every summary's
+    findings (and fidelity figures) are what detect_all gives it alone, in the batch's order,
+    whatever path each one takes (empty, a loop, noise, a request's contract, an input)."""
+    import sys
+    from compaction_guard.contract import Contract
+    from compaction_guard.detectors import detect_all, detect_many
+    sys.path.insert(0, str(Path(__file__).parent / "corpus"))
+    import evaluate
+    items = evaluate.all_items()[::9]
+    assert len(items) > 300 and len({it.set for it in items}) > 10
+    required = Contract(sections=("Decisions", "Open TODOs"))
+    calls, alone = [], []
+    for k, it in enumerate(items):
+        kw = dict(output_tokens=estimate_tokens(it.content), input_tokens=estimate_tokens(it.input_text or "") or None,
+                  input_text=it.input_text, required=required if k % 5 == 0 else None)
+        calls.append((it.content, DEFAULT, dict(kw, measures={})))
+        measures = {}
+        alone.append((detect_all(it.content, DEFAULT, measures=measures, **kw), measures))
+    together = detect_many(calls)
+    assert [[(f.kind, f.failure, f.reason, f.figures) for f in fs] for fs in together] == \
+        [[(f.kind, f.failure, f.reason, f.figures) for f in fs] for fs, _ in alone]
+    assert [c[2]["measures"] for c in calls] == [m for _, m in alone]
+    assert sum(1 for fs in together if any(f.failure for f in fs)) > 50
+
+
+def test_records_are_checked_in_bounded_batches_and_a_failing_store_keeps_what_it_yielded(monkeypatch):
+    from compaction_guard import SummaryRecord, check
+    monkeypatch.setattr(check, "BATCH", 4)
+    monkeypatch.setattr(check, "BATCH_CHARS", 1000)
+    small = [SummaryRecord(f"s{i}", f"Deployed build {i} to staging; the smoke tests passed.", "t") for i in range(10)]
+    assert [len(b) for b in check._batches(small)] == [4, 4, 2]
+    big = [SummaryRecord(f"b{i}", "word " * 120, "t") for i in range(3)]      # 600 characters each
+    assert [len(b) for b in check._batches(big)] == [2, 1]
+
+    def failing():
+        yield from small[:6]
+        raise OSError("store went away")
+    seen = []
+    with pytest.raises(OSError, match="went away"):
+        for r in check.iter_results(failing(), DEFAULT, workers=1):
+            seen.append(r.id)
+    assert seen == [r.id for r in small[:6]]
