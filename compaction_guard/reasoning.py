@@ -57,7 +57,7 @@ _TAG_STARTS = ("<t", "<T", "<r", "<R", "<|", "</")
 
 
 def _may_hold_tag(text: str) -> bool:
-    return "◁" in text or ("<" in text and any(s in text for s in _TAG_STARTS))
+    return "◁" in text or ("<" in text and any(map(text.__contains__, _TAG_STARTS)))
 
 
 def strip_reasoning(text: str) -> Reasoning:

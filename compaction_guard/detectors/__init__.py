@@ -82,41 +82,15 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                  background: Optional[overlap.Background] = None, previous: Optional[str] = None,
                  context: tuple = (None, None), required=None):
     """detect_all, as a generator that names each stage (STAGES) before it runs it and
-    returns the findings (detect_many runs many at once)."""
+    returns the findings (detect_many runs many at once). One generator: each stage of a
+    batch resumes one frame, not a chain of them."""
     # the structure a request demands costs what it costs: not counted against the answer's size
-    allowance = minimum_tokens(required) if required is not None else 0
-    sized = input_tokens + allowance if input_tokens else input_tokens
+    if required is not None:
+        allowance = minimum_tokens(required)
+        input_tokens = input_tokens + allowance if input_tokens else input_tokens
     head = inflation.context(context[0], context[1], settings)
-    findings = yield from _detect_text(content, settings, output_tokens, sized, allow_own_l3, input_text, measures,
-                                       background, previous, required)
-    return head + findings + contract.detect(content, required)
-
-
-def _request_words(required) -> frozenset:
-    """The word units of the headings a request asked for: the template's own words."""
-    if required is None or not required.sections:
-        return frozenset()
-    return frozenset(u for h in required.sections for u in overlap.units(h))
-
-
-def _detect_text(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, measures, background,
-                 previous, required=None):
     # the input's figures, measured on first use and shared by every check below
     view = overlap.InputView(input_text) if input_text else None
-    findings = yield from _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, view,
-                                        measures, background, previous, required)
-    named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")]
-    if named and not any(f.failure and f.kind == "garbled" for f in findings):
-        # text that is no language is garbled first: its "language" and "subject" are noise
-        yield "no_language"
-        noise = garbled.no_language(content, settings, view)
-        if noise:
-            findings = [f for f in findings if f not in named] + noise
-    return findings
-
-
-def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, input_text, view, measures, background,
-                  previous, required=None):
     extra = _request_words(required)
     yield "reasoning"
     reasoning = strip_reasoning(content)       # read by both of empty's checks
@@ -132,56 +106,71 @@ def _detect_kinds(content, settings, output_tokens, input_tokens, allow_own_l3, 
         # An empty summary is only that: its noise or size says nothing more; but a
         # loop of separators is both, and the loop says why.
         yield "repetition"
-        return findings + repetition.detect(content, settings, input_text, cut_off)
-    findings += inflation.detect(output_tokens, input_tokens, settings)
-    yield "markers"
-    findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
-    yield "garbled"
-    findings += garbled.detect(content, settings, input_text)
-    yield "repetition"
-    findings += repetition.detect(content, settings, input_text, cut_off)
-    if not (findings and any(f.failure and f.kind in ("garbled", "repetition") for f in findings)):
-        # the prompt's template echoed with its placeholders (noise and loops say more)
-        yield "unfilled"
-        findings += empty.unfilled_template(content, settings, input_text)
-    if not (findings and any(f.failure for f in findings)):
-        # well formed and carrying nothing (loops, noise and markers say more)
-        yield "information_free"
-        findings += empty.information_free(content, settings, input_tokens, extra, reasoning)
-    if not (findings and any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings)):
-        # a loop that runs to the end is cut off too, and says more; one that stopped
-        # inside the summary says nothing of how the summary ends
-        yield "cut_off"
-        findings += cut_off()
-    # noise has no language to judge, nor a loop over most of the summary; a loop over less
-    # leaves text in a language (an English paragraph then `0,` 200 times, of a Russian
-    # history, is both). What it is about is judged only without either.
-    looped = max((f.figures.get("loop_share", 1.0) for f in findings if f.failure and f.kind == "repetition"),
-                 default=None) if findings else None
-    if input_text and not any(f.failure and f.kind == "garbled" for f in findings) \
-            and (looped is None or looped < settings.language_max_loop_share):
-        yield "language"
-        mine = overlap.unit_counts(content)
-        share = overlap.shared(mine, view)
-        drift, same = language.judge(content, settings, input_text, overlap=share)
-        if measures is not None:
-            measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
-        findings += drift
-        if looped is not None:
-            return findings
-        if not any(f.failure for f in findings):
-            # a few words for thousands of tokens, in whatever language
-            findings += empty.too_little(content, settings, view, input_tokens, extra, previous)
-        yield "grounding"
-        sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
-        findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
-        if same and not any(f.failure for f in findings):
-            # a few words, none of them the history's (grounding judges longer text)
-            findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
-        if same and not any(f.failure for f in findings):
-            # a long history, and nothing of it that names it
-            findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens, previous)
-        yield "identifiers"
-        findings += identifiers.detect(content, settings, input_text, view, measures, sview)
-        findings += transcript.detect(content, settings, input_text)
-    return findings
+        findings = findings + repetition.detect(content, settings, input_text, cut_off)
+    else:
+        findings += inflation.detect(output_tokens, input_tokens, settings)
+        yield "markers"
+        findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
+        yield "garbled"
+        findings += garbled.detect(content, settings, input_text)
+        yield "repetition"
+        findings += repetition.detect(content, settings, input_text, cut_off)
+        if not (findings and any(f.failure and f.kind in ("garbled", "repetition") for f in findings)):
+            # the prompt's template echoed with its placeholders (noise and loops say more)
+            yield "unfilled"
+            findings += empty.unfilled_template(content, settings, input_text)
+        if not (findings and any(f.failure for f in findings)):
+            # well formed and carrying nothing (loops, noise and markers say more)
+            yield "information_free"
+            findings += empty.information_free(content, settings, input_tokens, extra, reasoning)
+        if not (findings and any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings)):
+            # a loop that runs to the end is cut off too, and says more; one that stopped
+            # inside the summary says nothing of how the summary ends
+            yield "cut_off"
+            findings += cut_off()
+        # noise has no language to judge, nor a loop over most of the summary; a loop over less
+        # leaves text in a language (an English paragraph then `0,` 200 times, of a Russian
+        # history, is both). What it is about is judged only without either.
+        looped = max((f.figures.get("loop_share", 1.0) for f in findings if f.failure and f.kind == "repetition"),
+                     default=None) if findings else None
+        if input_text and not any(f.failure and f.kind == "garbled" for f in findings) \
+                and (looped is None or looped < settings.language_max_loop_share):
+            yield "language"
+            mine = overlap.unit_counts(content)
+            share = overlap.shared(mine, view)
+            drift, same = language.judge(content, settings, input_text, overlap=share)
+            if measures is not None:
+                measures.update(word_overlap=round(share, 3), same_language=same, grounding=None, content_words=None)
+            findings += drift
+            if looped is None:
+                if not any(f.failure for f in findings):
+                    # a few words for thousands of tokens, in whatever language
+                    findings += empty.too_little(content, settings, view, input_tokens, extra, previous)
+                yield "grounding"
+                sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
+                findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
+                if same and not any(f.failure for f in findings):
+                    # a few words, none of them the history's (grounding judges longer text)
+                    findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
+                if same and not any(f.failure for f in findings):
+                    # a long history, and nothing of it that names it
+                    findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens,
+                                                           previous)
+                yield "identifiers"
+                findings += identifiers.detect(content, settings, input_text, view, measures, sview)
+                findings += transcript.detect(content, settings, input_text)
+    named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")]
+    if named and not any(f.failure and f.kind == "garbled" for f in findings):
+        # text that is no language is garbled first: its "language" and "subject" are noise
+        yield "no_language"
+        noise = garbled.no_language(content, settings, view)
+        if noise:
+            findings = [f for f in findings if f not in named] + noise
+    return head + findings + contract.detect(content, required)
+
+
+def _request_words(required) -> frozenset:
+    """The word units of the headings a request asked for: the template's own words."""
+    if required is None or not required.sections:
+        return frozenset()
+    return frozenset(u for h in required.sections for u in overlap.units(h))
