@@ -57,23 +57,15 @@ def detect_many(calls: list) -> list:
     detector's code and patterns at hand instead of a dozen's)."""
     out = [None] * len(calls)
     waiting = {stage: [] for stage in STAGES}
-
-    def advance(i, steps):
-        try:
-            stage = next(steps)
-        except StopIteration as done:
-            out[i] = done.value
-        else:
-            waiting[stage].append((i, steps))
-    for i, (content, settings, kw) in enumerate(calls):
-        advance(i, detect_steps(content, settings, **kw))
-    for stage in STAGES:
-        group = waiting[stage]
-        k = 0
-        while k < len(group):       # (a summary announces only stages after this one)
-            advance(*group[k])
-            k += 1
-        group.clear()
+    group = [(i, detect_steps(content, settings, **kw)) for i, (content, settings, kw) in enumerate(calls)]
+    for stage in (None,) + STAGES:
+        if stage is not None:
+            group = waiting[stage]
+        for i, steps in group:      # (a summary announces only stages after this one)
+            try:
+                waiting[next(steps)].append((i, steps))
+            except StopIteration as done:
+                out[i] = done.value
     return out
 
 
