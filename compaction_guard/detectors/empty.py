@@ -166,6 +166,9 @@ def _may_be_label(line: str) -> bool:
     return line.startswith(("#", "**")) or line.endswith(":")
 
 
+_DIGITS_RUN_RE = re.compile(r"\d+")
+
+
 def _headings_only(text: str) -> bool:
     """Headings or labels ("## Decisions", "**Summary:**", "Open TODOs:") and nothing
     else: a summary cut off before its first line of content."""
@@ -180,7 +183,7 @@ def _headings_only(text: str) -> bool:
     # loop (repetition), not an empty summary
     if not lines or not all(_may_be_label(ln) and _LABEL_LINE_RE.match(ln) for ln in lines):
         return False
-    return len({re.sub(r"\d+", "0", ln) for ln in lines}) == len(lines)
+    return len({_DIGITS_RUN_RE.sub("0", ln) for ln in lines}) == len(lines)
 
 
 # A skeleton's body line is one of SKELETON_BODY_RE's words, at most this long (the regex

@@ -45,10 +45,13 @@ LATIN1_RUN_RE = re.compile("[\u00a0-\u00ff]{4,}")
 TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
 
 # Runs of integers: token ids dumped instead of decoded.
+_DIGIT_RUN_RE = re.compile(r"\d+")
+
+
 def _counting(run: str) -> bool:
     """Integers that count (12, 13, 14, ...: most steps equal) are a loop through a
     counter, not token ids, which jump about."""
-    nums = [int(x) for x in re.findall(r"\d+", run)]
+    nums = [int(x) for x in _DIGIT_RUN_RE.findall(run)]
     steps = [b - a for a, b in zip(nums, nums[1:])]
     return bool(steps) and Counter(steps).most_common(1)[0][1] >= 0.8 * len(steps)
 
@@ -75,6 +78,8 @@ _MOJIBAKE_START_RE = re.compile(f"[\u00c2-\u00f4][{_CONT}]")
 _BPE_CONT = "\u00a1-\u00ac\u00ae-\u00bf\u0122-\u0143"
 BPE_BYTES_RE = re.compile(
     f"[\u00c2-\u00df][{_BPE_CONT}]|[\u00e0-\u00ef][{_BPE_CONT}]{{2}}|[\u00f0-\u00f4][{_BPE_CONT}]{{3}}")
+# a match kept: one holding a piece of U+0100-U+0143
+_BPE_PIECE_RE = re.compile("[\u0100-\u0143]")
 # The same on the text's UTF-8: a lead U+00C2-U+00F4 is C3 82-B4; a continuation U+00A1-U+00AC or
 # U+00AE-U+00BF is C2 A1-AC or C2 AE-BF, U+0122-U+0143 is C4 A2-BF or C5 80-83 (a match holding
 # U+0100-U+0143, the ones kept, holds a C4 or C5 byte)
@@ -147,6 +152,11 @@ def _class_switch_rate_slow(tok: str) -> float:
     return switches / max(1, len(tok) - 1)
 
 
+_UPPER_RE = re.compile(r"[A-Z]")
+_LOWER_RE = re.compile(r"[a-z]")
+_ASCII_DIGIT_RE = re.compile(r"[0-9]")
+
+
 def _is_base64_noise(text: str, start: int, end: int) -> bool:
     """A long base64-alphabet run with case chaos, not part of a URL or path."""
     tok_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
@@ -154,7 +164,7 @@ def _is_base64_noise(text: str, start: int, end: int) -> bool:
     if "://" in text[tok_start:end] or text[tok_start:start + 1][:1] in "~.":
         return False
     core = text[start:end].strip("=")
-    if not (re.search(r"[A-Z]", core) and re.search(r"[a-z]", core) and re.search(r"[0-9]", core)):
+    if not (_UPPER_RE.search(core) and _LOWER_RE.search(core) and _ASCII_DIGIT_RE.search(core)):
         return False
     # the case chaos is measured inside the pieces a hyphen or an underscore joins: words
     # joined into a name (`0001-Use-g_strjoinv-instead-of-g_strjoin.patch`,
@@ -331,7 +341,7 @@ def _spans(text: str, settings) -> dict:
         # for where they stand only when there are three)
         if odd and b"\xc3" in raw and (b"\xc4" in raw or b"\xc5" in raw) \
                 and sum(1 for m in BPE_BYTES_UTF8_RE.finditer(raw) if b"\xc4" in m.group() or b"\xc5" in m.group()) >= 3:
-            bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if re.search("[\u0100-\u0143]", m.group())]
+            bpe = [m.span() for m in BPE_BYTES_RE.finditer(text) if _BPE_PIECE_RE.search(m.group())]
             spans.setdefault("tokenizer_pieces", []).extend(bpe)
         if noisy:
             spans["random_unicode"] = _char_token_spans(text, RARE_CHAR_RE, min_hits=2)
