@@ -1275,3 +1275,13 @@ def test_records_are_checked_in_bounded_batches_and_a_failing_store_keeps_what_i
         for r in check.iter_results(failing(), DEFAULT, workers=1):
             seen.append(r.id)
     assert seen == [r.id for r in small[:6]]
+
+
+def test_fence_lines_are_counted_as_the_pattern_counts_them():
+    import random
+    from compaction_guard.detectors import cutoff
+    rng = random.Random(3)
+    pieces = ["`", "```", "~~~", "~", " ", "\n", "\t", "\r", "\u3000", "\x1c", "a", "````", "\u2028", "\x85"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14))) for _ in range(20000)]
+    texts += ["intro\n\n```py\nx = 1\n```\n", "  ~~~\ncode", "text ``` inline\n```"]
+    assert [cutoff._fences(t) for t in texts] == [len(cutoff._FENCE_RE.findall(t)) for t in texts]

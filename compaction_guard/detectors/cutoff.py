@@ -26,6 +26,21 @@ from ..tokens import CJK_CLASS
 _WRAPPERS = ("summary", "analysis", "state_snapshot", "conversation_summary")
 _OPEN_TAG_RE = re.compile(r"<(%s)>" % "|".join(_WRAPPERS), re.I)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)", re.M)
+
+
+def _fences(text: str) -> int:
+    """len(_FENCE_RE.findall(text)): the lines that open with a fence after whitespace (a match
+    that starts on a blank line runs on to the fence it reaches, and counts once), found by
+    substring searches instead of the pattern tried at every position."""
+    n = 0
+    for mark in ("```", "~~~"):
+        i = text.find(mark)
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            if start == i or text[start:i].isspace():
+                n += 1
+            i = text.find(mark, i + 1)
+    return n
 # where a clause must go on
 _DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
 # sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)
@@ -108,7 +123,7 @@ def detect(content: str, settings) -> list:
     opened = _OPEN_TAG_RE.search(text) if "<" in text else None
     if opened and f"</{opened.group(1).lower()}>" not in text.lower():
         sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
-    elif ("```" in text or "~~~" in text) and len(_FENCE_RE.findall(text)) % 2 == 1:
+    elif ("```" in text or "~~~" in text) and _fences(text) % 2 == 1:
         sign = ("unclosed-wrapper", "a code fence is never closed")
     elif text.endswith(_DANGLING) and not text.endswith(("--", "==", "-->", ":)", "://")) \
             and not (text[-1] in "\"'" and text[text.rfind("\n") + 1:].count(text[-1]) % 2 == 0) \
