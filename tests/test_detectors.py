@@ -1285,3 +1285,22 @@ def test_fence_lines_are_counted_as_the_pattern_counts_them():
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14))) for _ in range(20000)]
     texts += ["intro\n\n```py\nx = 1\n```\n", "  ~~~\ncode", "text ``` inline\n```"]
     assert [cutoff._fences(t) for t in texts] == [len(cutoff._FENCE_RE.findall(t)) for t in texts]
+
+
+def test_information_left_s_prefixes_end_between_units_and_decide_as_the_whole_text(monkeypatch):
+    import random
+    from compaction_guard.detectors import empty, overlap
+    rng = random.Random(5)
+    pieces = ["word", "Wört", "слово", "日本語", "の", "한국어", " ", "\n", "，", "—", ".", "7", "é", "\u2000", "x_y", "Ω"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 160))) for _ in range(3000)]
+    for t in texts:
+        for g in (64, 160, 320):
+            if len(t) > g:
+                c = empty._between_units(t, g)
+                assert c <= g and set(overlap.units(t[:c])) <= set(overlap.units(t)), (t, g)
+    verdicts = [empty.information_free(t, DEFAULT) for t in texts]
+    for name in ("_GATES", "_OTHER_GATES", "_CJK_GATES"):
+        monkeypatch.setattr(empty, name, ())
+    whole = [empty.information_free(t, DEFAULT) for t in texts]
+    assert [[(f.kind, f.reason) for f in v] for v in verdicts] == [[(f.kind, f.reason) for f in v] for v in whole]
+    assert any(verdicts) and not all(verdicts)

@@ -25,11 +25,14 @@ from ..tokens import CJK_RE, CJK_RUN_RE, pieces
 
 _SEPARATORS = b".,;:!?()[]{}\"'`<>*|=+~^$&\\/-_#@%0123456789"
 _TABLE = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
+
 _NOT_CJK_RUN_RE = re.compile("[^" + CJK_RE.pattern[1:] + "+")
 # punctuation outside ASCII: guillemets, curly quotes, dashes, ellipsis, CJK and
 # full-width marks (`«terminé»` is the word `terminé`)
 _WIDE_PUNCT_RE = re.compile("[\u00a0\u00ab\u00bb\u00bf\u00a1\u2010-\u206f\u3000-\u303f\uff01-\uff0f\uff1a-\uff20"
                             "\uff3b-\uff40\uff5b-\uff65\u0964\u0965\u060c\u061b\u061f\u06d4]")
+# (what ends a word unit, for a cut between units: detectors/empty.py)
+SEPARATORS, WIDE_PUNCT_RE = _SEPARATORS, _WIDE_PUNCT_RE
 
 
 # a lowercase letter then an uppercase one: the seam of a camelCase name (`authMiddleware`
