@@ -89,6 +89,9 @@ def _short_item(text: str):
     if len(lines) < 3:
         return None
     last = lines[-1]
+    longest = max(map(len, lines[:-1]))
+    if len(last) >= longest:
+        return None         # no longer line it could be the start of, none it is shorter than
     if len(last) >= 3 and _ALNUM_RE.search(last):
         alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
         if alike:
@@ -98,7 +101,7 @@ def _short_item(text: str):
                 # where `#3 - The most common error ...` goes on) and was stopped inside it (a
                 # closing fence or rule, no letter or digit, is not a line cut short)
                 return ("short-item", f"its last line stops where an earlier line goes on ({last[-40:]!r})")
-    if len(last) >= 0.5 * max(map(len, lines[:-1])):
+    if len(last) >= 0.5 * longest:
         return None          # not shorter than the lines before it: nothing cut
     # the first two words (one, if that is all the last line has: `[12:36]`, `user: ת`)
     k = min(2, len(last.split()))
