@@ -1304,3 +1304,20 @@ def test_information_left_s_prefixes_end_between_units_and_decide_as_the_whole_t
     whole = [empty.information_free(t, DEFAULT) for t in texts]
     assert [[(f.kind, f.reason) for f in v] for v in verdicts] == [[(f.kind, f.reason) for f in v] for v in whole]
     assert any(verdicts) and not all(verdicts)
+
+
+def test_the_byte_gate_for_runs_of_numbers_holds_wherever_the_pattern_matches():
+    import random
+    from compaction_guard.detectors import garbled
+    rng = random.Random(9)
+    pieces = ["1", "23", "٣", "४५", "７", " ", ",", "\t", "a", ".", "é", "\n", "123456", "1234567"]
+    for n in (3, 4, 32):
+        pattern, gate = garbled._token_id_re(n), garbled._numbers_run_re(n)
+        hits = 0
+        for _ in range(20000 if n < 32 else 2000):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4 * n)))
+            if pattern.search(text):
+                hits += 1
+                ends = text.encode("utf-8", "surrogatepass").translate(garbled._NUMBER_ENDS_MAP)
+                assert gate.search(ends), text
+        assert hits > 20 or n == 32

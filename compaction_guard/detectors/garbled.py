@@ -21,6 +21,7 @@ import bisect
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
@@ -192,6 +193,14 @@ _NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b >= 0x80 else 0x20 if b i
                          for b in range(256))
 
 
+# A run of n integers on those bytes: digits (any script's: every byte of a non-ASCII character
+# is a "0"), then n - 1 times separators and digits again. The pattern starts with a literal: the
+# engine skips to it in C, where _token_id_re on the text reads every character
+@lru_cache(maxsize=4)
+def _numbers_run_re(n: int):
+    return re.compile(rb"0(?: +0+){%d}" % (n - 1))
+
+
 def _token_at(text: str, i: int) -> tuple:
     """(start, end) of the whitespace-delimited token holding the character at `i`."""
     return (max(text.rfind(" ", 0, i), text.rfind("\n", 0, i), text.rfind("\t", 0, i)) + 1,
@@ -352,7 +361,8 @@ def _spans(text: str, settings) -> dict:
     elif text.isascii() and raw.translate(None, _ALL_BUT_ASCII_CONTROL):   # (other text without a suspect has none)
         spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
-            and raw.translate(_NUMBER_ENDS_MAP).count(b"0 ") >= settings.token_id_run - 1:
+            and (ends := raw.translate(_NUMBER_ENDS_MAP)).count(b"0 ") >= settings.token_id_run - 1 \
+            and _numbers_run_re(settings.token_id_run).search(ends):
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                               if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())
                               and not _counting(m.group())]
