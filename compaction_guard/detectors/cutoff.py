@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from ..findings import Finding
-from ..tokens import CJK_CLASS
+from ..tokens import CJK_RUN_RE, count_matches
 
 _WRAPPERS = ("summary", "analysis", "state_snapshot", "conversation_summary")
 _OPEN_TAG_RE = re.compile(r"<(%s)>" % "|".join(_WRAPPERS), re.I)
@@ -46,7 +46,6 @@ _DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
 # sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)
 _CLOSED_RE = re.compile(r"[.!?。！？…؟।](?:[\"'”’»)\]）」』*_`]*)$")
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
-_CJK_RE = re.compile(f"[{CJK_CLASS}]")
 
 
 _INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
@@ -56,7 +55,7 @@ def _closes_sentences(lines: list, last: str) -> tuple:
     """Whether the writer closes sentences: at least cutoff_min_closed_share of the
     earlier prose lines end with closing punctuation, or (one line) the last line
     has a closed sentence inside it."""
-    prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or len(_CJK_RE.findall(ln)) >= 10)]
+    prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or count_matches(CJK_RUN_RE, ln) >= 10)]
     if not prose:
         return _INNER_END_RE.search(last) is not None, 1.0
     return True, sum(1 for ln in prose if _CLOSED_RE.search(ln)) / len(prose)
@@ -143,7 +142,7 @@ def detect(content: str, settings) -> list:
         tail = text[-256:].splitlines()
         last = (tail[-1] if len(tail) > 1 else text[-4000:].splitlines()[-1]).strip()   # holds something
         long_prose = (len(last.split()) >= settings.cutoff_min_last_words
-                      or (not last.isascii() and len(_CJK_RE.findall(last)) >= 2 * settings.cutoff_min_last_words)) \
+                      or (not last.isascii() and count_matches(CJK_RUN_RE, last) >= 2 * settings.cutoff_min_last_words)) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
         if long_prose and not _CLOSED_RE.search(last):
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
