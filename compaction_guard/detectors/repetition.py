@@ -121,8 +121,8 @@ def _mask_ascii_digits(data: bytes) -> bytes:
     """Each run of the digits 0-9 set to one "0", in C: every digit made "0" (bytes.translate),
     then the runs of "0" (each a run of digits) cut out and joined by one "0" again."""
     data = data.translate(_DIGITS_TO_ZERO)
-    if b"0" not in data:
-        return data
+    if b"00" not in data:
+        return data         # no run of two digits or more: nothing to shorten
     body = b"0".join(filter(None, data.split(b"0")))
     if not body:
         return b"0"
