@@ -1,7 +1,7 @@
 """Detectors: each module turns a summary into findings of one kind.
 
 To add a detector: write detectors/<kind>.py with `detect(...) -> list[Finding]`,
-call it from `_detect_kinds` below after a `yield` of its stage (one of STAGES), add
+call it from `detect_steps` below after a `yield` of its stage (one of STAGES), add
 its kind to findings.FAILURE_KINDS if it is a failure kind, and add labelled samples
 for it to tests/corpus/.
 
@@ -18,8 +18,8 @@ from .stale import StaleTracker
 from ..contract import minimum_tokens
 from ..reasoning import strip_reasoning
 
-__all__ = ["detect_all", "detect_many", "detect_steps", "StaleTracker", "cutoff", "empty", "garbled", "grounding", "identifiers", "inflation",
-           "language", "markers", "overlap", "repetition", "transcript"]
+__all__ = ["detect_all", "detect_many", "detect_steps", "StaleTracker", "cutoff", "empty", "garbled", "grounding",
+           "identifiers", "inflation", "language", "markers", "overlap", "repetition", "transcript"]
 
 
 def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Optional[int],

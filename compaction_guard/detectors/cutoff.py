@@ -41,6 +41,8 @@ def _fences(text: str) -> int:
                 n += 1
             i = text.find(mark, i + 1)
     return n
+
+
 # where a clause must go on
 _DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
 # sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)

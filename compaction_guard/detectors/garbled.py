@@ -21,7 +21,6 @@ import bisect
 import math
 import re
 from collections import Counter
-from functools import lru_cache
 from typing import Optional
 
 from ..findings import Finding
@@ -46,13 +45,10 @@ LATIN1_RUN_RE = re.compile("[\u00a0-\u00ff]{4,}")
 TOKENIZER_RE = re.compile(r"[\u0120\u010a\u0109\u2581][a-zA-Z0-9]|[a-zA-Z][\u0120\u010a\u2581]")
 
 # Runs of integers: token ids dumped instead of decoded.
-_DIGIT_RUN_RE = re.compile(r"\d+")
-
-
 def _counting(run: str) -> bool:
     """Integers that count (12, 13, 14, ...: most steps equal) are a loop through a
     counter, not token ids, which jump about."""
-    nums = [int(x) for x in _DIGIT_RUN_RE.findall(run)]
+    nums = [int(x) for x in _DIGITS_RE.findall(run)]
     steps = [b - a for a, b in zip(nums, nums[1:])]
     return bool(steps) and Counter(steps).most_common(1)[0][1] >= 0.8 * len(steps)
 
@@ -196,7 +192,6 @@ _NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b >= 0x80 else 0x20 if b i
 # A run of n integers on those bytes: digits (any script's: every byte of a non-ASCII character
 # is a "0"), then n - 1 times separators and digits again. The pattern starts with a literal: the
 # engine skips to it in C, where _token_id_re on the text reads every character
-@lru_cache(maxsize=4)
 def _numbers_run_re(n: int):
     return re.compile(rb"0(?: +0+){%d}" % (n - 1))
 
