@@ -1156,6 +1156,27 @@ def test_every_other_script_digit_has_a_lead_byte_the_repetition_gate_knows():
     assert repetition.normalize("٣ ٤ x३ ３") == b"0 0 x0 0"
 
 
+def test_normalize_collapses_every_space_str_split_knows():
+    """normalize collapses whitespace on the UTF-8 when the text holds no space outside ASCII:
+    its two lists must be every character str.split() splits at, in this interpreter's Unicode;
+    and on text mixing every kind of space, digit and script it gives the plain definition."""
+    import random
+    import re
+    import sys
+    from compaction_guard.detectors import repetition
+    spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
+    assert [c for c in spaces if c < "\x80"] == [chr(b) for b in repetition._ASCII_SPACES]
+    assert all(repetition._OTHER_SPACE_RE.fullmatch(c) for c in spaces if c >= "\x80")
+    assert not any(repetition._OTHER_SPACE_RE.fullmatch(chr(c)) for c in range(0x80, 0x3001) if not chr(c).isspace())
+    rnd = random.Random(7)
+    alphabet = spaces + list("0123456789\u0663\u0967\uff13\U0001d7d9ab\u00e9\u4e2d\u00df\U0001f600\ud800") + ["00", "  "]
+    for _ in range(3000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 30)))
+        plain = " ".join(re.sub(r"\d+", "0", text).split()).encode("utf-8", "surrogatepass")
+        assert repetition.normalize(text) == plain, text
+        assert repetition.normalize(text, mask_digits=False) == " ".join(text.split()).encode("utf-8", "surrogatepass")
+
+
 @hsettings(max_examples=500, deadline=None)
 @given(st.text(alphabet=[chr(c) for c in range(128)], max_size=60))
 def test_class_switch_rate_read_in_c_is_the_per_character_one(tok):

@@ -73,21 +73,49 @@ def normalize(text: str, mask_digits: bool = True) -> bytes:
     A long text is done in pieces cut at whitespace: one pass over 10 MB would hold a
     list of every word (100 MB)."""
     if len(text) <= _PIECE:
-        text = " ".join(text.split())
+        ascii_ = text.isascii()
+        if not ascii_ and _OTHER_SPACE_RE.search(text):
+            return _normalize_str(text, mask_digits)
         data = text.encode("utf-8", "surrogatepass")
         if not mask_digits:
-            return data
+            return _collapse_spaces(data.translate(_SPACES_TO_SPACE))
         # digits of other scripts (٣, ३, ３) are masked as a regex sees them (looked for only
         # where their lead bytes are)
-        if not text.isascii() and _may_hold_other_digits(data) and _OTHER_DIGIT_RE.search(text):
-            return _DIGITS_RE.sub("0", text).encode("utf-8", "surrogatepass")
-        return _mask_ascii_digits(data)
+        if not ascii_ and _may_hold_other_digits(data) and _OTHER_DIGIT_RE.search(text):
+            return _normalize_str(text, mask_digits)
+        return _zero_runs(_collapse_spaces(data.translate(_SPACES_AND_DIGITS)))
     out = []
     for _, piece in pieces(text, _PIECE):
         piece = normalize(piece, mask_digits)
         if piece:
             out.append(piece)
     return b" ".join(out)
+
+
+def _normalize_str(text: str, mask_digits: bool) -> bytes:
+    """normalize, read as Unicode: for text with a space or a digit outside ASCII."""
+    text = " ".join(text.split())
+    if mask_digits:
+        text = _DIGITS_RE.sub("0", text)
+    return text.encode("utf-8", "surrogatepass")
+
+
+# What str.split() splits at, in bytes: the ASCII whitespace (\x1c-\x1f among it) and, outside
+# ASCII, these characters (no Unicode version has whitespace past U+3000; tests check both
+# lists against str.isspace). Text holding none of the latter is collapsed on its UTF-8, a
+# byte table and a pattern of spaces, with no list of its words.
+_ASCII_SPACES = bytes(b for b in range(128) if chr(b).isspace())
+_OTHER_SPACE_RE = re.compile("[" + "".join(c for c in map(chr, range(0x80, 0x3001)) if c.isspace()) + "]")
+_SPACES_TO_SPACE = bytes(0x20 if b in _ASCII_SPACES else b for b in range(256))
+_SPACES_AND_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 if b in _ASCII_SPACES else b for b in range(256))
+_SPACE_RUN_RE = re.compile(rb"  +")
+
+
+def _collapse_spaces(data: bytes) -> bytes:
+    """Runs of spaces made one, none at either end."""
+    if b"  " in data:
+        data = _SPACE_RUN_RE.sub(b" ", data)
+    return data.strip(b" ")
 
 
 _PIECE = 1 << 16
@@ -114,13 +142,9 @@ def _may_hold_other_digits(data: bytes) -> bool:
     return bool(leads) and (bool(leads.strip(b"\xef")) or _FULLWIDTH_DIGIT_RE.search(data) is not None)
 
 
-_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256))
-
-
-def _mask_ascii_digits(data: bytes) -> bytes:
-    """Each run of the digits 0-9 set to one "0", in C: every digit made "0" (bytes.translate),
-    then the runs of "0" (each a run of digits) cut out and joined by one "0" again."""
-    data = data.translate(_DIGITS_TO_ZERO)
+def _zero_runs(data: bytes) -> bytes:
+    """Each run of "0" made one (every digit 0-9 already made "0"): the runs cut out and
+    joined by one "0" again, in C."""
     if b"00" not in data:
         return data         # no run of two digits or more: nothing to shorten
     body = b"0".join(filter(None, data.split(b"0")))
