@@ -83,7 +83,7 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
     if required is not None:
         allowance = minimum_tokens(required)
         input_tokens = input_tokens + allowance if input_tokens else input_tokens
-    head = inflation.context(context[0], context[1], settings)
+    head = inflation.context(context[0], context[1], settings) if context[0] else []
     # the input's figures, measured on first use and shared by every check below
     view = overlap.InputView(input_text) if input_text else None
     extra = _request_words(required)
@@ -103,7 +103,8 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
         yield "repetition"
         findings = findings + repetition.detect(content, settings, input_text, cut_off)
     else:
-        findings += inflation.detect(output_tokens, input_tokens, settings)
+        if input_tokens:
+            findings += inflation.detect(output_tokens, input_tokens, settings)
         yield "markers"
         findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
         yield "garbled"
@@ -161,11 +162,16 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
         noise = garbled.no_language(content, settings, view)
         if noise:
             findings = [f for f in findings if f not in named] + noise
-    return head + findings + contract.detect(content, required)
+    if required is not None:
+        findings += contract.detect(content, required)
+    return head + findings
+
+
+_NO_WORDS = frozenset()
 
 
 def _request_words(required) -> frozenset:
     """The word units of the headings a request asked for: the template's own words."""
     if required is None or not required.sections:
-        return frozenset()
+        return _NO_WORDS
     return frozenset(u for h in required.sections for u in overlap.units(h))
