@@ -116,18 +116,24 @@ def _short_item(text: str):
 _CLOSING = tuple(".!?。！？…؟।")
 
 
+def _may_fence(text: str) -> bool:
+    """Whether the text holds a fence's three backticks or tildes. A search for one character
+    first: most text has none, and it is found in C a word at a time where a three-character
+    search reads every character (a tenth of the time)."""
+    return ("`" in text and "```" in text) or ("~" in text and "~~~" in text)
+
+
 def detect(content: str, settings) -> list:
     text = content.rstrip()
     if len(text) < 40:
         return []
-    if text.endswith(_CLOSING) and "<" not in text and "```" not in text and "~~~" not in text \
-            and len(text) - text.rfind("\n") > 24:
+    if text.endswith(_CLOSING) and "<" not in text and not _may_fence(text) and len(text) - text.rfind("\n") > 24:
         return []     # a closed last sentence of some length, no wrapper, no fence: not cut
     sign = None
     opened = _OPEN_TAG_RE.search(text) if "<" in text else None
     if opened and f"</{opened.group(1).lower()}>" not in text.lower():
         sign = ("unclosed-wrapper", f"<{opened.group(1)}> is never closed")
-    elif ("```" in text or "~~~" in text) and _fences(text) % 2 == 1:
+    elif _may_fence(text) and _fences(text) % 2 == 1:
         sign = ("unclosed-wrapper", "a code fence is never closed")
     elif text.endswith(_DANGLING) and not text.endswith(("--", "==", "-->", ":)", "://")) \
             and not (text[-1] in "\"'" and text[text.rfind("\n") + 1:].count(text[-1]) % 2 == 0) \

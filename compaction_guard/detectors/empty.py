@@ -199,7 +199,7 @@ def _may_be_skeleton_body(core: str) -> bool:
 
 
 def _is_skeleton(text: str) -> bool:
-    if len(text) > 3000 or ("#" not in text and "**" not in text):
+    if len(text) > 3000 or ("#" not in text and ("*" not in text or "**" not in text)):
         return False
     # every line a skeleton's body line ('None captured.') or else a heading, at least one of each,
     # at most 40 lines (read until one is neither)
@@ -607,7 +607,8 @@ def _label_units(text: str) -> frozenset:
     # a label is a whole line (_LABEL_RE matches within one): only a line holding a `#`, or
     # ending on a colon or `**`, can be one (a membership test and an endswith per line); a
     # text with no `#`, no `**` and no line ending on a colon has none
-    if "#" not in text and "**" not in text and not _COLON_END_RE.search(text):
+    # ("*" first: a search for one character is found in C a word at a time)
+    if "#" not in text and ("*" not in text or "**" not in text) and not _COLON_END_RE.search(text):
         return frozenset(out)
     for line in text.split("\n"):
         if "#" not in line and not line.rstrip(" \t").endswith((":", "**")):
