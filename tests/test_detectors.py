@@ -1308,6 +1308,14 @@ def test_fence_lines_are_counted_as_the_pattern_counts_them():
     assert [cutoff._fences(t) for t in texts] == [len(cutoff._FENCE_RE.findall(t)) for t in texts]
 
 
+@hsettings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=".!?。！？…؟।\"'”’»)]）」』*_`a z\u3002-", max_size=12))
+def test_a_closed_line_is_read_from_its_end_as_the_pattern_reads_it(line):
+    from compaction_guard.detectors import cutoff
+    line = line.strip()
+    assert cutoff._closed(line) == (cutoff._CLOSED_RE.search(line) is not None)
+
+
 def test_information_left_s_prefixes_end_between_units_and_decide_as_the_whole_text(monkeypatch):
     import random
     from compaction_guard.detectors import empty, overlap

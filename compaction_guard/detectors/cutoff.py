@@ -47,6 +47,15 @@ def _fences(text: str) -> int:
 _DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
 # sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)
 _CLOSED_RE = re.compile(r"[.!?。！？…؟।](?:[\"'”’»)\]）」』*_`]*)$")
+_ENDS = tuple(".!?。！？…؟।")
+_CLOSERS = "\"'”’»)]）」』*_`"
+
+
+def _closed(line: str) -> bool:
+    """_CLOSED_RE.search on a stripped line: the closing quotes and brackets at its end taken
+    away, it ends on a sentence end (none of those is one: the first that is not a closer is the
+    one the pattern needs). Read from the end, where the pattern is tried at every mark."""
+    return line.rstrip(_CLOSERS).endswith(_ENDS)
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
 
 
@@ -60,7 +69,7 @@ def _closes_sentences(lines: list, last: str) -> tuple:
     prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or count_matches(CJK_RUN_RE, ln) >= 10)]
     if not prose:
         return _INNER_END_RE.search(last) is not None, 1.0
-    return True, sum(1 for ln in prose if _CLOSED_RE.search(ln)) / len(prose)
+    return True, sum(1 for ln in prose if _closed(ln)) / len(prose)
 
 
 _DIGIT_RE = re.compile(r"\d+")
@@ -152,7 +161,7 @@ def detect(content: str, settings) -> list:
         long_prose = (len(last.split()) >= settings.cutoff_min_last_words
                       or (not last.isascii() and count_matches(CJK_RUN_RE, last) >= 2 * settings.cutoff_min_last_words)) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
-        if long_prose and not _CLOSED_RE.search(last):
+        if long_prose and not _closed(last):
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             closes, share = _closes_sentences(lines[:-1], last)
             if closes and share >= settings.cutoff_min_closed_share:
