@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Optional
 
 from ..findings import Finding
-from ..tokens import pieces, seed_entropy, shannon_entropy
+from ..tokens import OTHER_DIGIT_LEADS, pieces, seed_entropy, shannon_entropy
 
 # --- named junk patterns ----------------------------------------------------------
 
@@ -182,16 +182,24 @@ _ALL_BUT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
 _ALL_BUT_GATE_SYMBOLS = bytes(b for b in range(256) if chr(b) not in _GATE_SYMBOLS)
 # CONTROL_RE's ASCII characters (the C1 ones are not ASCII): an ASCII text's bytes less all others
 _ALL_BUT_ASCII_CONTROL = bytes(b for b in range(256) if not (b < 0x80 and CONTROL_RE.match(chr(b))))
-# A run of n integers has n - 1 digits followed by a separator (space, comma, tab): digits as
-# "0" (and every byte of a multi-byte character, which may be another script's digit),
-# separators as " ", the rest as "a": the "0 " pairs counted are at least that many
-_NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b >= 0x80 else 0x20 if b in b" ,\t" else 0x61
+# A run of n integers has n - 1 digits followed by a separator (space, comma, tab). On the text's
+# UTF-8, each character made one byte (continuation bytes deleted): a digit as "0" (0-9, and the
+# lead byte of every other script's digit, tokens.OTHER_DIGIT_LEADS), a separator as " ", the rest
+# as "a": the "0 " pairs counted are at least that many. (A Cyrillic or Chinese word is "aaaa":
+# made "0000" byte for byte, every word of such text ended on a "0", and the gate let it through.)
+_NUMBER_ENDS_MAP = bytes(0x30 if 0x30 <= b <= 0x39 or b in OTHER_DIGIT_LEADS else 0x20 if b in b" ,\t" else 0x61
                          for b in range(256))
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
-# A run of n integers on those bytes: digits (any script's: every byte of a non-ASCII character
-# is a "0"), then n - 1 times separators and digits again. The pattern starts with a literal: the
-# engine skips to it in C, where _token_id_re on the text reads every character
+def _number_ends(raw: bytes) -> bytes:
+    """The text's UTF-8 one byte a character, as _NUMBER_ENDS_MAP reads it."""
+    return raw.translate(_NUMBER_ENDS_MAP, _CONTINUATION_BYTES)
+
+
+# A run of n integers on those bytes: digits (any script's), then n - 1 times separators and
+# digits again. The pattern starts with a literal: the engine skips to it in C, where
+# _token_id_re on the text reads every character
 def _numbers_run_re(n: int):
     return re.compile(rb"0(?: +0+){%d}" % (n - 1))
 
@@ -356,7 +364,7 @@ def _spans(text: str, settings) -> dict:
     elif text.isascii() and raw.translate(None, _ALL_BUT_ASCII_CONTROL):   # (other text without a suspect has none)
         spans["control_chars"] = _char_token_spans(text, CONTROL_RE)
     if len(raw.translate(None, _ALL_BUT_DIGITS)) >= settings.token_id_run \
-            and (ends := raw.translate(_NUMBER_ENDS_MAP)).count(b"0 ") >= settings.token_id_run - 1 \
+            and (ends := _number_ends(raw)).count(b"0 ") >= settings.token_id_run - 1 \
             and _numbers_run_re(settings.token_id_run).search(ends):
         spans["token_ids"] = [m.span() for m in _token_id_re(settings.token_id_run).finditer(text)
                               if (m.start() == 0 or text[m.start() - 1] not in "._" and not text[m.start() - 1].isalnum())

@@ -60,7 +60,7 @@ from typing import Callable, Optional
 import zstandard
 
 from ..findings import Finding
-from ..tokens import pieces
+from ..tokens import OTHER_DIGIT_LEADS, pieces
 from . import cutoff
 
 _DIGITS_RE = re.compile(r"\d+")
@@ -123,11 +123,8 @@ _PIECE = 1 << 16
 _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
 
 
-# The lead bytes of the UTF-8 of every decimal digit other than 0-9 (٣ 0xD9, ३ 0xE0, ３ 0xEF,
-# ...; Python 3.11's `\d`, Unicode 14) and of every 4-byte character (later versions add their
-# digits there): text without any of them has no such digit. Not 0xE2-0xE9 (punctuation, CJK)
-# nor 0xEB-0xEE (Hangul), which most non-Latin text is made of. tests check it against `\d`.
-_OTHER_DIGIT_LEAD_RE = re.compile(rb"[\xd9\xdb\xdf\xe0\xe1\xea\xef\xf0-\xf4]")
+# The lead bytes of the UTF-8 of every decimal digit other than 0-9 (tokens.OTHER_DIGIT_LEADS)
+_OTHER_DIGIT_LEAD_RE = re.compile(b"[" + re.escape(OTHER_DIGIT_LEADS) + b"]")
 # every other byte, for bytes.translate to delete: what is left are the lead bytes (one C pass)
 _ALL_BUT_OTHER_DIGIT_LEADS = bytes(b for b in range(256) if not _OTHER_DIGIT_LEAD_RE.match(bytes([b])))
 # The only such digits with the lead byte 0xEF are the full-width ones, U+FF10-U+FF19: EF BC 90-99
