@@ -1316,6 +1316,20 @@ def test_a_closed_line_is_read_from_its_end_as_the_pattern_reads_it(line):
     assert cutoff._closed(line) == (cutoff._CLOSED_RE.search(line) is not None)
 
 
+@hsettings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="ab. \n\t7_-Éщ日の한，—\u2000\u3000«»x", min_size=65, max_size=140), st.sampled_from([64, 100, 139]))
+def test_the_cut_between_units_is_the_one_a_character_by_character_search_finds(text, g):
+    from compaction_guard.detectors import empty
+    if len(text) <= g:
+        return
+
+    def breaks(c):
+        return c in empty._ASCII_BREAKS if c.isascii() else bool(empty._CJK_CHAR_RE.match(c) or
+                                                                   empty.WIDE_PUNCT_RE.match(c))
+    want = next((i for i in range(g, max(0, g - 64), -1) if breaks(text[i - 1]) or breaks(text[i])), 0)
+    assert empty._between_units(text, g) == want
+
+
 def test_information_left_s_prefixes_end_between_units_and_decide_as_the_whole_text(monkeypatch):
     import random
     from compaction_guard.detectors import empty, overlap

@@ -476,10 +476,16 @@ def information_left(text: str, settings, extra: frozenset = frozenset(), enough
     # so every unit it holds is one of the text's: the first to hold enough decides as the
     # whole text would)
     gates = _GATES if text.isascii() else _CJK_GATES if _CJK_CHAR_RE.search(text, 0, _CJK_LOOK) else _OTHER_GATES
-    for prefix in tuple(text[:c] for c in (_between_units(text, g) for g in gates if len(text) > g) if c) + (None,):
-        part = prefix if prefix is not None else text
-        seen = set(units(part)) if prefix is not None or len(text) <= PIECE \
-            else {u for _, piece in pieces(text) for u in units(piece)}
+    for g in gates + (None,):
+        if g is None:       # the whole text
+            part = text
+            seen = set(units(text)) if len(text) <= PIECE else {u for _, piece in pieces(text) for u in units(piece)}
+        else:
+            cut = _between_units(text, g) if len(text) > g else 0
+            if not cut:
+                continue
+            part = text[:cut]
+            seen = set(units(part))
         cand = seen.difference(skip)
         if extra:
             cand -= extra
@@ -542,19 +548,19 @@ _CJK_LOOK = 96      # (a text with CJK in its first characters)
 # what ends a word unit (overlap.units): ASCII separators, digits and whitespace; CJK and wide
 # punctuation outside ASCII
 _ASCII_BREAKS = frozenset(SEPARATORS.decode() + " \t\n\x0b\x0c\r")
-
-
-def _breaks(c: str) -> bool:
-    return c in _ASCII_BREAKS if c.isascii() else bool(_CJK_CHAR_RE.match(c) or WIDE_PUNCT_RE.match(c))
+_BREAK_CLASS = "[" + re.escape("".join(sorted(_ASCII_BREAKS))) + CJK_CLASS + WIDE_PUNCT_RE.pattern[1:-1] + "]"
+# the last such character of a piece of text: `.*` takes the whole piece, then gives it back a
+# character at a time until one is a break (the piece read from its end, in C)
+_LAST_BREAK_RE = re.compile("(?s:.*)" + _BREAK_CLASS)
 
 
 def _between_units(text: str, g: int) -> int:
     """The greatest cut at most `g` characters into `text` where no word unit goes on across it
-    (a character on either side ends units), looked for over 64 characters; 0 if none."""
-    for i in range(g, max(0, g - 64), -1):
-        if _breaks(text[i - 1]) or _breaks(text[i]):
-            return i
-    return 0
+    (a character on either side ends units), looked for over 64 characters; 0 if none. With k the
+    last break among text[g - 64:g + 1], that is k + 1 (a break before the cut), or g when k is g."""
+    lo = max(0, g - 64)
+    m = _LAST_BREAK_RE.match(text, lo, g + 1)
+    return 0 if m is None else min(g, m.end())
 
 
 # The ASCII bytes a word unit can hold besides lowercase letters (overlap.units lowers the text and
