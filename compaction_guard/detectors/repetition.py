@@ -608,6 +608,8 @@ def detect(content: str, settings, input_text: Optional[str] = None, cut_off: Op
         if note is not None:
             return [note]
         looped = copies * len(unit)
+        if not loop and not (warn is None and copies >= 2 and looped >= settings.loop_warn_bytes):
+            continue        # nothing to report of this stretch (its figures are not made)
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
                    "loop_share": round(share, 3), "runs_to_end": at_end,
                    "compression_ratio": nov.ratio or round(n / max(1, compressed_size(data)), 2)}
