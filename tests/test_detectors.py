@@ -1330,6 +1330,50 @@ def test_the_cut_between_units_is_the_one_a_character_by_character_search_finds(
     assert empty._between_units(text, g) == want
 
 
+def test_headings_and_skeletons_are_read_line_by_line_as_splitlines_reads_them():
+    """_headings_only and _is_skeleton read lines one at a time (a pattern of runs between line
+    breaks): the same answers as over str.splitlines, every line break it knows included."""
+    import random
+    from compaction_guard.detectors import empty
+    rng = random.Random(11)
+    pieces = ["## Decisions", "# Goal", "**Summary:**", "Open TODOs:", "None captured.", "- none", "(none)", "Нет",
+              "Deployed v2 to staging", "### 1.1", " ", "\t", "\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85",
+              "\u2028", "\u2029", "\n\n", "#", "**", ":", "x"]
+
+    def headings_only(text):
+        if len(text) > 400:
+            return False
+        lines = text.splitlines()
+        first = next((ln for ln in lines if ln.strip()), "").strip()
+        if not empty._may_be_label(first) or not empty._LABEL_LINE_RE.match(first):
+            return False
+        lines = [ln.strip() for ln in lines if ln.strip()]
+        if not lines or not all(empty._may_be_label(ln) and empty._LABEL_LINE_RE.match(ln) for ln in lines):
+            return False
+        return len({empty._DIGITS_RUN_RE.sub("0", ln) for ln in lines}) == len(lines)
+
+    def is_skeleton(text):
+        if len(text) > 3000 or ("#" not in text and "**" not in text):
+            return False
+        headings = body = 0
+        for ln in text.splitlines():
+            core = ln.strip()
+            if not core:
+                continue
+            if empty._may_be_skeleton_body(core) and empty.SKELETON_BODY_RE.match(ln):
+                body += 1
+            elif empty._may_be_label(core) and empty.HEADING_RE.match(ln):
+                headings += 1
+            else:
+                return False
+        return headings > 0 and body > 0 and headings + body <= 40
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))) for _ in range(30000)]
+    texts += ["## Decisions\nNone captured.\n## Open TODOs\n- none", "## Goal\r\n\r\n**Next:**", "Goal:\u2028Plan:"]
+    assert [empty._headings_only(t) for t in texts] == [headings_only(t) for t in texts]
+    assert [empty._is_skeleton(t) for t in texts] == [is_skeleton(t) for t in texts]
+    assert sum(map(empty._headings_only, texts)) > 100 and sum(map(empty._is_skeleton, texts)) > 100
+
+
 def test_information_left_s_prefixes_end_between_units_and_decide_as_the_whole_text(monkeypatch):
     import random
     from compaction_guard.detectors import empty, overlap

@@ -169,16 +169,21 @@ def _may_be_label(line: str) -> bool:
 _DIGITS_RUN_RE = re.compile(r"\d+")
 
 
+# A line as str.splitlines reads it: a run of characters none of which ends a line (a line of
+# nothing but its break is left out: the callers skip blank lines)
+_LINE_RUN_RE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
+
+
 def _headings_only(text: str) -> bool:
     """Headings or labels ("## Decisions", "**Summary:**", "Open TODOs:") and nothing
     else: a summary cut off before its first line of content."""
     if len(text) > 400:
         return False
-    lines = text.splitlines()
-    first = next((ln for ln in lines if ln.strip()), "").strip()
+    # the first line that holds something, found without splitting the rest (most texts end here)
+    first = next((m.group().strip() for m in _LINE_RUN_RE.finditer(text) if not m.group().isspace()), "")
     if not _may_be_label(first) or not _LABEL_LINE_RE.match(first):        # the first line says already
         return False
-    lines = [ln.strip() for ln in lines if ln.strip()]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
     # loop (repetition), not an empty summary
     if not lines or not all(_may_be_label(ln) and _LABEL_LINE_RE.match(ln) for ln in lines):
@@ -204,7 +209,8 @@ def _is_skeleton(text: str) -> bool:
     # every line a skeleton's body line ('None captured.') or else a heading, at least one of each,
     # at most 40 lines (read until one is neither)
     headings = body = 0
-    for ln in text.splitlines():
+    for m in _LINE_RUN_RE.finditer(text):        # (lines one at a time: most texts stop at the second)
+        ln = m.group()
         core = ln.strip()
         if not core:
             continue
