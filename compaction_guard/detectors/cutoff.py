@@ -82,13 +82,6 @@ def _head(line: str, words: int = 2) -> str:
     return _DIGIT_RE.sub("0", " ".join(line.split(None, words)[:words]))
 
 
-def _same_start(a: str, b: str) -> bool:
-    """Whether a and b start with the same character once digits are set aside (both
-    digits, or equal): what two lines need for one's digit-masked text to start like the
-    other's (a cheap test before masking them)."""
-    return a[:1] == b[:1] or (a[:1].isdecimal() and b[:1].isdecimal())
-
-
 def _short_item(text: str):
     # the last 12 lines that hold something (blank lines between items are spacing)
     parts = text[-2000:].splitlines()
@@ -102,8 +95,12 @@ def _short_item(text: str):
     longest = max(map(len, lines[:-1]))
     if len(last) >= longest:
         return None         # no longer line it could be the start of, none it is shorter than
-    if len(last) >= 3 and _ALNUM_RE.search(last):
-        alike = [ln for ln in lines[:-1] if len(ln) > len(last) and _same_start(ln, last)]
+    # what an earlier line needs for its digit-masked text to start like the last line's (a cheap
+    # test before masking it): the same first character once digits are set aside (both digits, or
+    # equal)
+    first, digit, size = last[:1], last[:1].isdecimal(), len(last)
+    if size >= 3 and _ALNUM_RE.search(last):
+        alike = [ln for ln in lines[:-1] if len(ln) > size and (ln[:1] == first or digit and ln[:1].isdecimal())]
         if alike:
             cut = _DIGIT_RE.sub("0", last)
             if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
@@ -116,7 +113,8 @@ def _short_item(text: str):
     # the first two words (one, if that is all the last line has: `[12:36]`, `user: ת`)
     k = min(2, len(last.split()))
     head = _head(last, k)
-    peers = [len(ln) for ln in lines[:-1] if _same_start(ln, last) and _head(ln, k) == head] if head else []
+    peers = [len(ln) for ln in lines[:-1] if (ln[:1] == first or digit and ln[:1].isdecimal()) and _head(ln, k) == head] \
+        if head else []
     if len(peers) >= 2 and len(last) < 0.5 * min(peers):
         return ("short-item", f"its last line stops where earlier lines like it go on ({last[-40:]!r})")
     return None

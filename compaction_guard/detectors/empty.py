@@ -170,7 +170,7 @@ _DIGITS_RUN_RE = re.compile(r"\d+")
 
 
 # A line as str.splitlines reads it: a run of characters none of which ends a line (a line of
-# nothing but its break is left out: the callers skip blank lines)
+# nothing but its break is left out: _is_skeleton skips blank lines)
 _LINE_RUN_RE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 
 
@@ -179,11 +179,11 @@ def _headings_only(text: str) -> bool:
     else: a summary cut off before its first line of content."""
     if len(text) > 400:
         return False
-    # the first line that holds something, found without splitting the rest (most texts end here)
-    first = next((m.group().strip() for m in _LINE_RUN_RE.finditer(text) if not m.group().isspace()), "")
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "").strip()
     if not _may_be_label(first) or not _LABEL_LINE_RE.match(first):        # the first line says already
         return False
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in lines if ln.strip()]
     # distinct, digits aside: headings looping ("### 1.1.1", "### 1.1.1.1", ...) are a
     # loop (repetition), not an empty summary
     if not lines or not all(_may_be_label(ln) and _LABEL_LINE_RE.match(ln) for ln in lines):
