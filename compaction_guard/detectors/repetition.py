@@ -221,20 +221,23 @@ def _unit_at(data: bytes, start: int, settings) -> tuple:
     if len(probe) < 8:
         return 0, start
     n = len(data)
+    most = settings.loop_max_unit_bytes
     # a copy d bytes long needs d bytes after `start` (or after `pos`, forward): occurrences
     # further away cannot be one. They are the last the searches reach, so leaving them out
     # changes no answer, only what is looked at before there is none.
-    lo, hi = max(0, start - settings.loop_max_unit_bytes, 2 * start - n), start + len(probe) - 1
+    lo = max(0, start - most, 2 * start - n)
+    end = min(start + most, (n + start) // 2) + len(probe)
+    pos = data.rfind(probe, lo, start + len(probe) - 1)
+    if pos < 0 and data.find(probe, start + 1, end) < 0:
+        return 0, start         # the bytes occur nowhere else within reach (most calls)
     for _ in range(64):
-        pos = data.rfind(probe, lo, hi)
         if pos < 0:
             break
-        hi = pos + len(probe) - 1
         d = start - pos
         if data[pos:start] == data[start:start + d]:
             return d, start
+        pos = data.rfind(probe, lo, pos + len(probe) - 1)
     pos = start
-    end = min(start + settings.loop_max_unit_bytes, (n + start) // 2) + len(probe)
     for _ in range(64):
         pos = data.find(probe, pos + 1, end)
         if pos < 0:
