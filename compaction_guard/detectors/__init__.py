@@ -155,7 +155,8 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                 yield "identifiers"
                 findings += identifiers.detect(content, settings, input_text, view, measures, sview)
                 findings += transcript.detect(content, settings, input_text)
-    named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")]
+    named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")] \
+        if findings else None
     if named and not any(f.failure and f.kind == "garbled" for f in findings):
         # text that is no language is garbled first: its "language" and "subject" are noise
         yield "no_language"
@@ -164,7 +165,7 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
             findings = [f for f in findings if f not in named] + noise
     if required is not None:
         findings += contract.detect(content, required)
-    return head + findings
+    return head + findings if head else findings
 
 
 _NO_WORDS = frozenset()
