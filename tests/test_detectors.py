@@ -1217,13 +1217,15 @@ def test_suspect_classes_searched_without_their_astral_part_miss_no_character():
 
 _SOME_TEXT = st.one_of(st.text(alphabet=[chr(c) for c in range(128)], max_size=700),
                       st.text(alphabet="ab ;{}<>,*`\n!é€中\u0100\uffff", max_size=700),
-                      st.text(max_size=300))
+                      st.text(max_size=300),
+                      st.text(alphabet="a ;{}<>`!\U0001f600\U0001d7d9\ud800\udfff中é", max_size=300))
 
 
 @hsettings(max_examples=800, deadline=None)
 @given(_SOME_TEXT, st.sampled_from([1, 3, 64, 128]), st.sampled_from([0, 1, 6]))
 def test_inner_symbols_counted_on_bytes_are_the_pattern_s_matches(text, half, least):
-    """ASCII text, text within 16 bits (read as UTF-16) and text past them (the pattern itself)."""
+    """ASCII text and text of any other characters (astral ones and lone surrogates included),
+    each character one byte once the UTF-8's continuation bytes are deleted."""
     from compaction_guard.detectors import garbled
     count = garbled.INNER_SYMBOL_RE.findall
     hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]

@@ -439,34 +439,21 @@ _RANDOM_CANDIDATE_BYTES_RE = re.compile(rb"Sa{1,3}Sa{0,3}S")
 # characters ([!-~]) a symbol must stand between, each as a byte 1 (every other byte 0)
 _INNER_SYMBOL_MAP = bytes(1 if INNER_SYMBOL_RE.match(chr(b) * 3, 1) else 0 for b in range(256))
 _PRINTABLE_MAP = bytes(1 if 0x21 <= b <= 0x7E else 0 for b in range(256))
-_ZERO_MAP = bytes([1]) + bytes(255)
 # a window is looked at when its two halves hold this many inner symbols
 _WINDOW_MIN_INNER_SYMBOLS = 6
 
 
 def _inner_symbols(text: str, half: int, raw: bytes, least: int) -> list:
     """How many INNER_SYMBOL_RE matches start in each `half` characters of the text, or [] when
-    there are fewer than `least` in all. Without the regex when every character fits in 16 bits:
-    one byte per character (the text's own in ASCII, the low byte of its UTF-16 elsewhere, set
-    to 0 where the high byte is not), the symbols' bytes ANDed with the printable ones' shifted
-    one byte either way (a symbol with a printable character on both sides) as big integers,
-    and the 1 bytes of each half counted (C-level passes, no character class read at every
-    position). `raw`: the text's UTF-8."""
-    if len(raw) == len(text):       # ASCII
-        symbols = int.from_bytes(raw.translate(_INNER_SYMBOL_MAP), "big")
-        printable = int.from_bytes(raw.translate(_PRINTABLE_MAP), "big")
-    elif not raw.translate(None, _ALL_BUT_ASTRAL_LEADS):      # no character past U+FFFF
-        utf16 = text.encode("utf-16-be", "surrogatepass")
-        low, high = utf16[1::2], utf16[0::2]
-        ascii_ = int.from_bytes(high.translate(_ZERO_MAP), "big")      # where the high byte is 0
-        symbols = int.from_bytes(low.translate(_INNER_SYMBOL_MAP), "big") & ascii_
-        printable = int.from_bytes(low.translate(_PRINTABLE_MAP), "big") & ascii_
-    else:
-        # the pattern read up to the half's end and one character more (its lookahead's; a
-        # match there would need one beyond)
-        count = INNER_SYMBOL_RE.findall
-        hits = [len(count(text, s, s + half + 1)) for s in range(0, len(text), half)]
-        return hits if sum(hits) >= least else []
+    there are fewer than `least` in all. Without the regex: one byte per character (the text's
+    UTF-8 without its continuation bytes: an ASCII character as itself, any other as its lead
+    byte, which is neither a symbol nor printable ASCII), the symbols' bytes ANDed with the
+    printable ones' shifted one byte either way (a symbol with a printable character on both
+    sides) as big integers, and the 1 bytes of each half counted (C-level passes, no character
+    class read at every position). `raw`: the text's UTF-8."""
+    one = raw if len(raw) == len(text) else raw.translate(None, _CONTINUATION_BYTES)
+    symbols = int.from_bytes(one.translate(_INNER_SYMBOL_MAP), "big")
+    printable = int.from_bytes(one.translate(_PRINTABLE_MAP), "big")
     inner = symbols & (printable << 8) & (printable >> 8)
     if inner.bit_count() < least:       # one bit a match
         return []
