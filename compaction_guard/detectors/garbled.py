@@ -286,8 +286,11 @@ def _latin1_then_wide(raw: bytes) -> bool:
     """Whether a character of U+0080-U+00FF stands right before another non-ASCII character:
     what every match of _LATIN1_PAIR_RE needs (its second character is Latin-1 or a cp1252
     continuation, all non-ASCII)."""
-    kinds = raw.translate(_WIDE_KIND_MAP)
-    return b"AcA" in kinds or b"AcB" in kinds
+    return _LATIN1_THEN_WIDE_RE.search(raw.translate(_WIDE_KIND_MAP)) is not None
+
+
+# (a pattern that starts with a literal: one pass, where two three-byte searches read it twice)
+_LATIN1_THEN_WIDE_RE = re.compile(rb"Ac[AB]")
 
 
 # the characters of the replacement, piece, rare and control patterns (an odd text holding none
