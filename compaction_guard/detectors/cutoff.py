@@ -56,6 +56,8 @@ def _closed(line: str) -> bool:
     away, it ends on a sentence end (none of those is one: the first that is not a closer is the
     one the pattern needs). Read from the end, where the pattern is tried at every mark."""
     return line.rstrip(_CLOSERS).endswith(_ENDS)
+
+
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
 
 
