@@ -37,6 +37,7 @@ _BYTE_KINDS = bytes(0x61 if b < 0x80 else 0x63 if 0xE3 <= b <= 0xEF else 0x65 if
 # nor 0xEB-0xEE (Hangul), which most non-Latin text is made of. tests check it against `\d`.
 OTHER_DIGIT_LEADS = bytes([0xD9, 0xDB, 0xDF, 0xE0, 0xE1, 0xEA, 0xEF, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4])
 
+
 def count_matches(pattern, text: str) -> int:
     """How many characters `pattern`'s matches cover in `text`, without a list of them
     (findall on 10 MB of Chinese makes 3 million one-character strings: 250 MB). Give it a

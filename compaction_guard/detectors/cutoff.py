@@ -46,16 +46,15 @@ def _fences(text: str) -> int:
 # where a clause must go on
 _DANGLING = tuple(",:;([{\"'«“‘-–—&+=→/\\")
 # sentence ends, in the scripts the guard is tested on (closing quotes and brackets may follow)
-_CLOSED_RE = re.compile(r"[.!?。！？…؟।](?:[\"'”’»)\]）」』*_`]*)$")
-_ENDS = tuple(".!?。！？…؟।")
+_CLOSING = tuple(".!?。！？…؟।")
 _CLOSERS = "\"'”’»)]）」』*_`"
 
 
 def _closed(line: str) -> bool:
-    """_CLOSED_RE.search on a stripped line: the closing quotes and brackets at its end taken
-    away, it ends on a sentence end (none of those is one: the first that is not a closer is the
-    one the pattern needs). Read from the end, where the pattern is tried at every mark."""
-    return line.rstrip(_CLOSERS).endswith(_ENDS)
+    """Whether a stripped line closes its sentence: the closing quotes and brackets at its end
+    taken away, it ends on a sentence end (none of those is a closer), read from the end
+    (`[.!?…](?:[closers]*)$` would be tried at every mark of the line)."""
+    return line.rstrip(_CLOSERS).endswith(_CLOSING)
 
 
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
@@ -120,9 +119,6 @@ def _short_item(text: str):
     if len(peers) >= 2 and len(last) < 0.5 * min(peers):
         return ("short-item", f"its last line stops where earlier lines like it go on ({last[-40:]!r})")
     return None
-
-
-_CLOSING = tuple(".!?。！？…؟।")
 
 
 def _may_fence(text: str) -> bool:

@@ -123,10 +123,9 @@ _PIECE = 1 << 16
 _OTHER_DIGIT_RE = re.compile(r"[^\D0-9]")
 
 
-# The lead bytes of the UTF-8 of every decimal digit other than 0-9 (tokens.OTHER_DIGIT_LEADS)
-_OTHER_DIGIT_LEAD_RE = re.compile(b"[" + re.escape(OTHER_DIGIT_LEADS) + b"]")
-# every other byte, for bytes.translate to delete: what is left are the lead bytes (one C pass)
-_ALL_BUT_OTHER_DIGIT_LEADS = bytes(b for b in range(256) if not _OTHER_DIGIT_LEAD_RE.match(bytes([b])))
+# every byte but the lead bytes of other scripts' digits (tokens.OTHER_DIGIT_LEADS), for
+# bytes.translate to delete: what is left are those lead bytes (one C pass)
+_ALL_BUT_OTHER_DIGIT_LEADS = bytes(b for b in range(256) if b not in OTHER_DIGIT_LEADS)
 # The only such digits with the lead byte 0xEF are the full-width ones, U+FF10-U+FF19: EF BC 90-99
 # (Chinese and Japanese text holds 0xEF for its full-width punctuation: ，！？（）)
 _FULLWIDTH_DIGIT_RE = re.compile(rb"\xef\xbc[\x90-\x99]")
