@@ -244,10 +244,29 @@ class CheckReport:
     warnings_by_kind: Counter = field(default_factory=Counter)   # each summary once per warning kind
     warnings_count: int = 0
     session_warnings: list = field(default_factory=list)   # context_pressure, one per session
-    layout: Optional[str] = None          # which OpenClaw state directory, and why (layout.Layout.describe)
-    openclaw: Optional[dict] = None       # the layout's paths (layout.Layout.to_dict)
+    layout: Optional[str] = None          # which directory of the agent's, and why (its layout's describe())
+    paths: Optional[dict] = None          # the layout's paths (its to_dict())
+    agents: list = field(default_factory=list)             # a check of several agents: what each one's found
     sources_found: list = field(default_factory=list)      # the stores found, before they are read
     nothing_found: Optional[str] = None   # no store at all: where it looked and what to set
+
+    def absorb(self, other: "CheckReport") -> None:
+        """Add one agent's check to this report of several (check_machine)."""
+        self.results += other.results
+        self.sources += other.sources
+        self.sources_found += other.sources_found
+        self.notes += other.notes
+        self.errors += other.errors
+        self.session_warnings += other.session_warnings
+        self.checked += other.checked
+        self.failing += other.failing
+        self.fallback += other.fallback
+        self.warnings_count += other.warnings_count
+        self.by_kind.update(other.by_kind)
+        self.warnings_by_kind.update(other.warnings_by_kind)
+        self.layout = "; ".join(x for x in (self.layout, other.layout) if x) or None
+        if self.paths is None:
+            self.paths = other.paths
 
     def add(self, result: Result, collect: bool = True) -> None:
         self.checked += 1
@@ -287,7 +306,7 @@ class CheckReport:
         return {"checked_at": self.checked_at, "summaries_checked": self.checked, "failures_found": self.failing,
                 "escalations": self.escalations, "status": self.status, "failures_by_kind": dict(self.by_kind),
                 "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback,
-                "layout": self.layout, "openclaw": self.openclaw, "nothing_found": self.nothing_found,
+                "layout": self.layout, "paths": self.paths, "agents": self.agents, "nothing_found": self.nothing_found,
                 "sources": self.sources, "notes": self.notes,
                 "session_warnings": self.session_warnings, "errors": self.errors}
 

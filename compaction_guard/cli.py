@@ -11,10 +11,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
-from . import config, faults, layout as layouts, operations, providers, render
+from . import agents, config, faults, operations, providers, render
 from .errors import GuardError
-from .stores import read_text
+from .stores import owner_of, read_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,11 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", metavar="DATE", help="with --report: only what happened from DATE (YYYY-MM-DD)")
     p.add_argument("--html", metavar="FILE", help="with --report: also write a self-contained HTML report to FILE")
     p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
-                   help="OpenClaw's state directory (default: as OpenClaw finds it: $OPENCLAW_STATE_DIR, else "
-                   "$OPENCLAW_HOME/.openclaw, else ~/.openclaw)")
-    p.add_argument("--agent", choices=["openclaw", "claude-code"], default="openclaw",
-                   help="whose stores and state: OpenClaw's (default) or Claude Code's ($CLAUDE_CONFIG_DIR, else "
-                   "~/.claude; --home names its configuration directory)")
+                   help="the directory of the agent --agent names (without --agent: OpenClaw's state directory); "
+                   "default: as the agent finds it (OpenClaw: $OPENCLAW_STATE_DIR, else $OPENCLAW_HOME/.openclaw, "
+                   "else ~/.openclaw; Claude Code: $CLAUDE_CONFIG_DIR, else ~/.claude)")
+    p.add_argument("--agent", choices=agents.NAMES, metavar="NAME",
+                   help=f"only this agent ({', '.join(agents.NAMES)}); --check, --status and --report cover every "
+                   "agent found on this machine without it; serve, --compact and --print-config use "
+                   f"{agents.DEFAULT}'s directory")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
                    help="override one setting (repeatable); names: --print-config")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
@@ -103,82 +106,66 @@ def _out(args, doc: dict, text) -> None:
         sys.stdout.write(text() if callable(text) else text)
 
 
-def run_hook(argv: list) -> int:
-    """`compaction-guard hook install|remove`: the OpenClaw hook that checks each compaction."""
-    from . import hooks
-    p = _Parser(prog="compaction-guard hook", description="Install or remove the OpenClaw hook that checks each "
-                "compaction seconds after it is written (event session:compact:after).")
-    p.add_argument("action", choices=["install", "remove"])
-    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR", help="OpenClaw's state directory (default: "
-                   "as OpenClaw finds it)")
-    p.add_argument("--openclaw", metavar="CMD", help="OpenClaw's command, to enable/disable the hook with "
-                   "(default $OPENCLAW_BIN, else `openclaw` on PATH)")
-    p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="the hook's check is killed after this")
+def run_install(action: str, name: str, argv: list, prog: Optional[str] = None) -> int:
+    """`compaction-guard install|uninstall NAME`: the guard's hook for one agent, written (or
+    taken out) where that agent reads its hooks."""
+    agent = agents.get(name)
+    p = _Parser(prog=prog or f"compaction-guard {action} {name}",
+                description=f"{'Install' if action == 'install' else 'Remove'} the guard's hook for {agent.title}.")
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
+                   help=f"{agent.title}'s directory (default: as {agent.title} finds it)")
+    agent.install_arguments(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
     args = p.parse_args(argv)
-    layout = layouts.resolve(state_dir=args.home)
-    doc = hooks.install(layout, args.openclaw, args.timeout) if args.action == "install" else \
-        hooks.remove(layout, args.openclaw)
+    layout = agent.resolve(home=args.home)
+    doc = agent.install(layout, args) if action == "install" else agent.uninstall(layout, args)
     if args.format == "json":
         sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
-    elif args.action == "install":
-        sys.stdout.write(f"hook written: {doc['hook']} (on {doc['event']}; runs {' '.join(doc['command'])})\n"
-                         f"  {doc['note'] if doc['enabled'] else 'NOT ENABLED YET: ' + doc['note']}\n")
     else:
-        sys.stdout.write(f"hook {'removed' if doc['removed'] else 'not installed'}: {doc['hook']}\n  {doc['note']}\n")
+        sys.stdout.write(agent.install_text(action, doc))
     return 0
 
 
-def run_claude_install(action: str, argv: list) -> int:
-    """`compaction-guard install|uninstall claude-code`: the hook entries in Claude Code's settings.json."""
-    from . import claude_code
-    p = _Parser(prog=f"compaction-guard {action} claude-code",
-                description=f"{'Add' if action == 'install' else 'Remove'} the guard's hook entries "
-                            f"({', '.join(claude_code.EVENTS)}) in Claude Code's settings.json.")
-    p.add_argument("--project", metavar="DIR", help="the project's .claude/settings.json instead of the user's")
-    p.add_argument("--home", metavar="DIR", help="Claude Code's configuration directory (default $CLAUDE_CONFIG_DIR, "
-                   "else ~/.claude)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    args = p.parse_args(argv)
-    layout = claude_code.resolve(home=args.home)
-    doc = claude_code.install(layout, args.project) if action == "install" else claude_code.uninstall(layout, args.project)
-    if args.format == "json":
-        sys.stdout.write(render.to_json(doc, pretty=sys.stdout.isatty()) + "\n")
-    elif action == "install":
-        what = f"added on {', '.join(doc['added'])}" if doc["added"] else "already there, nothing changed"
-        sys.stdout.write(f"{doc['settings']}: hook entries {what}\n  they run: {doc['command']}\n"
-                         f"  verdicts go to {doc['state']} (compaction-guard --agent claude-code --status / --report)\n")
-    else:
-        what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "none were there, nothing changed"
-        sys.stdout.write(f"{doc['settings']}: hook entries {what}\n")
-    return 0
+def _settings_of(args):
+    """Each agent's effective settings (its config.yaml, GUARD_*, --set), read once."""
+    cache = {}
+
+    def of(layout):
+        key = (layout.agent, str(layout.guard_dir))
+        if key not in cache:
+            cache[key] = config.load(layout, overrides=args.set).settings
+        return cache[key]
+    return of
 
 
 def run(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["hook", "claude-code"]:
-        from .claude_code import hook_main
-        return hook_main()
-    if argv[:1] in (["install"], ["uninstall"]):
-        if argv[1:2] != ["claude-code"]:
-            raise GuardError(f"{argv[0]} takes the agent: {argv[0]} claude-code (for OpenClaw: compaction-guard hook "
-                             "install)")
-        return run_claude_install(argv[0], argv[2:])
-    if argv[:1] == ["hook"]:
-        return run_hook(argv[1:])
+    if argv[:2] in (["hook", "install"], ["hook", "remove"]):     # OpenClaw's, as before: install openclaw
+        return run_install("install" if argv[1] == "install" else "uninstall", "openclaw", argv[2:],
+                           prog=f"compaction-guard hook {argv[1]}")
+    if argv[:1] in (["hook"], ["install"], ["uninstall"]):
+        if len(argv) < 2 or argv[1].startswith("-"):
+            raise GuardError(f"{argv[0]} takes the agent: {argv[0]} NAME, one of {', '.join(agents.NAMES)}")
+        if argv[0] == "hook":
+            return agents.get(argv[1]).hook(argv[2:])
+        return run_install(argv[0], argv[1], argv[2:])
     if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
         argv[0] = "--serve"
     args = build_parser().parse_args(argv)
-    if args.agent == "claude-code":
-        from . import claude_code
-        home = claude_code.resolve(home=args.home)
+    settings_of = _settings_of(args)
+    if (args.check or args.status or args.report or not any((args.serve, args.simulate is not None, args.compact,
+                                                              args.print_config))) and not args.file:
+        # every agent on this machine, unless one is named (--home alone names OpenClaw's directory)
+        names = [args.agent] if args.agent else ([agents.DEFAULT] if args.home else None)
+        pairs = operations.layouts(names, home=args.home)
     else:
-        home = layouts.resolve(state_dir=args.home)
-    eff = config.load(home, overrides=args.set)
-    settings = eff.settings
+        name = args.agent or (owner_of(args.file) if args.file and not args.home else None)
+        pairs = operations.layouts([name or agents.DEFAULT], home=args.home)
+    home = pairs[0][1]
     flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model,
              "api_key_env": args.api_key_env, "timeout": args.timeout}
     if args.print_config:
+        eff = config.load(home, overrides=args.set)
         doc = config.describe(eff, providers.resolve(flags, home, file_values=eff.provider_values), home)
         _out(args, doc, render.config_text(doc))
         return 0
@@ -196,8 +183,9 @@ def run(argv=None) -> int:
         if args.fault:
             raise GuardError("--fault goes with --simulate or --compact")
         from .serve import serve
+        eff = config.load(home, overrides=args.set)
         choice = providers.resolve(flags, home, file_values=eff.provider_values)
-        return serve(home, choice, settings, host=args.host, port=args.port, token_env=args.token_env,
+        return serve(home, choice, eff.settings, host=args.host, port=args.port, token_env=args.token_env,
                      observe=args.observe)
     if args.all and not args.check:
         raise GuardError("--all goes with --check")
@@ -206,40 +194,21 @@ def run(argv=None) -> int:
     if args.format == "prometheus" and not args.report:
         raise GuardError("--format prometheus goes with --report")
     if args.check:
-        input_text = read_text(Path(args.input), "input file")[0] if args.input else None
-        out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
-        progress = (render.Progress(sys.stderr, float(os.environ.get("GUARD_PROGRESS_DELAY", "2")))
-                    if args.format != "json" and sys.stderr.isatty() else None)
-        try:
-            rep = operations.check(home, args.file, settings, input_text=input_text, input_tokens=args.input_tokens,
-                                   recheck_all=args.all, on_result=out.result, collect=False,
-                                   on_progress=progress.update if progress else None, on_start=out.start)
-        except BaseException as exc:
-            if isinstance(out, render.JsonCheckStream):     # stdout stays one whole JSON document
-                out.abort(str(exc) if isinstance(exc, GuardError) else f"internal error ({type(exc).__name__}: {exc})")
-            raise
-        if progress:
-            progress.close()
-        out.finish(rep)
-        for err in rep.errors:
-            print(f"compaction-guard: {err}", file=sys.stderr)
-        if rep.nothing_found:
-            print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
-            return 2
-        return 2 if rep.errors else (1 if rep.failures_found else 0)
+        return _check(args, pairs, settings_of)
     if args.simulate is not None or args.compact:
         if args.compact:
             text = _read_input(args.input)
         else:
             text = sys.stdin.read() if args.simulate == "-" else args.simulate
         previous = read_text(Path(args.previous), "previous summary")[0] if args.previous else None
+        eff = config.load(home, overrides=args.set)
         choice = providers.resolve(flags, home, file_values=eff.provider_values)
         if choice.provider in ("openai", "anthropic") and providers.points_at_guard(choice.base_url):
-            where = "OpenClaw's compaction model" if choice.origin.get("base_url") == "openclaw.json" else "--base-url"
+            where = "the agent's compaction model" if choice.origin.get("base_url") == "openclaw.json" else "--base-url"
             raise GuardError(f"{where} ({choice.base_url}) is compaction-guard serve itself: the chain would compact "
                              "through its own proxy; give the model it forwards to (--provider, --base-url, --model, "
                              "or config.yaml's provider: section)")
-        result = operations.compact(text, home, settings=settings, choice=choice, faults=faults.parse(args.fault),
+        result = operations.compact(text, home, settings=eff.settings, choice=choice, faults=faults.parse(args.fault),
                                     previous=previous)
         if args.compact and args.format != "json":
             sys.stdout.write(result.summary + ("" if result.summary.endswith("\n") else "\n"))
@@ -247,19 +216,62 @@ def run(argv=None) -> int:
             _out(args, result.to_dict(), lambda: render.simulate_text(result))
         return 0
     if args.report:
-        rep = operations.report(home, settings, since=args.since)
+        reps = operations.report_machine(pairs, settings_of, since=args.since)
         if args.html:
             from .html_report import render as render_html
-            write_text_atomic(Path(args.html), render_html(rep, operations.status(home, settings)))
+            pages = [render_html(rep, operations.status(lay, settings_of(lay)))
+                     for rep, (_, lay) in zip(reps, operations.with_state(pairs))]
+            write_text_atomic(Path(args.html), _one_page(pages))
         if args.format == "prometheus":
-            sys.stdout.write(render.report_prometheus(rep))
+            sys.stdout.write(render.report_prometheus(reps))
         else:
-            _out(args, rep, lambda: render.report_text(rep)
+            doc = reps[0] if len(reps) == 1 else {"agents": reps}
+            _out(args, doc, lambda: "".join(render.report_text(rep) for rep in reps)
                  + (f"  HTML report written to {args.html}\n" if args.html else ""))
         return 0
-    st = operations.status(home, settings)
-    _out(args, st, lambda: render.status_text(st))
+    st = operations.status_machine(pairs, settings_of)
+    _out(args, st, lambda: "".join(render.status_text(d) for d in st.get("agents", [st])))
     return 0
+
+
+def _one_page(pages: list) -> str:
+    """Several agents' HTML reports as one page: the first page's head, every page's body."""
+    if len(pages) == 1:
+        return pages[0]
+    bodies = [p[p.index("<body>") + 6:p.rindex("</body>")] for p in pages]
+    return pages[0][:pages[0].index("<body>") + 6] + "<hr>".join(bodies) + "</body></html>\n"
+
+
+def _check(args, pairs, settings_of) -> int:
+    """--check: every agent of `pairs` (or the one --file's store belongs to), as results come."""
+    input_text = read_text(Path(args.input), "input file")[0] if args.input else None
+    out = render.JsonCheckStream(sys.stdout) if args.format == "json" else render.TextCheckStream(sys.stdout)
+    progress = (render.Progress(sys.stderr, float(os.environ.get("GUARD_PROGRESS_DELAY", "2")))
+                if args.format != "json" and sys.stderr.isatty() else None)
+    try:
+        if args.file:
+            home = pairs[0][1]
+            rep = operations.check(home, args.file, settings_of(home), input_text=input_text,
+                                   input_tokens=args.input_tokens, recheck_all=args.all, on_result=out.result,
+                                   collect=False, on_progress=progress.update if progress else None,
+                                   on_start=out.start)
+        else:
+            rep = operations.check_machine(pairs, settings_of, recheck_all=args.all, on_result=out.result,
+                                           collect=False, on_progress=progress.update if progress else None,
+                                           on_start=out.start)
+    except BaseException as exc:
+        if isinstance(out, render.JsonCheckStream):     # stdout stays one whole JSON document
+            out.abort(str(exc) if isinstance(exc, GuardError) else f"internal error ({type(exc).__name__}: {exc})")
+        raise
+    if progress:
+        progress.close()
+    out.finish(rep)
+    for err in rep.errors:
+        print(f"compaction-guard: {err}", file=sys.stderr)
+    if rep.nothing_found:
+        print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
+        return 2
+    return 2 if rep.errors else (1 if rep.failures_found else 0)
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,8 @@
 """The effective configuration and where each value came from.
 
 Layers, lowest first: the defaults (settings.Settings), the config file
-`config.yaml` beside the state (<OpenClaw state directory>/skill-state/compaction-resilience-guard/),
+`config.yaml` beside the state (in the agent's guard directory: for OpenClaw
+<state directory>/skill-state/compaction-resilience-guard/),
 the environment (GUARD_<NAME>, e.g. GUARD_MAX_INFLATION_RATIO, GUARD_PROVIDER), and
 flags (--set NAME=VALUE, --provider, --model, ...). `--print-config` shows them all.
 
@@ -142,9 +143,9 @@ def _validate(s: Settings) -> None:
 def describe(eff: Effective, choice, layout) -> dict:
     """Every effective value with its origin (for --print-config)."""
     from .state import state_path
-    out = {"paths": {"openclaw_state_dir": str(layout.state_dir), "state_dir_origin": layout.origin,
-                     "openclaw_config": str(layout.config_path), "state": str(state_path(layout)),
-                     "config": str(eff.path)}}
+    out = {"paths": {"agent": layout.agent, "agent_dir": str(layout.state_dir), "agent_dir_origin": layout.origin,
+                     **({"agent_config": str(layout.config_path)} if getattr(layout, "config_path", None) else {}),
+                     "state": str(state_path(layout)), "config": str(eff.path)}}
     out["settings"] = {name: {"value": getattr(eff.settings, name), "origin": eff.origins[name]} for name in _FIELDS}
     temp, why = effective_l2_temperature(eff.settings)
     if why:        # shown as it runs, with why, and where the value that is not used came from

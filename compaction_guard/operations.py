@@ -15,7 +15,7 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import breaker, layout as layouts, providers
+from . import agents, breaker, providers
 from .chain import run_chain
 from .faults import FaultySummarizer
 from .providers import ProviderChoice
@@ -31,16 +31,16 @@ def _store(home, settings: Settings) -> StateStore:
     return StateStore(state_path(home), settings)
 
 
-layout_of = layouts.of
+layout_of = agents.layout_of
 
 
 def check(home=None, file=None, settings: Settings = DEFAULT, input_text: Optional[str] = None,
           input_tokens: Optional[int] = None, save: bool = True, recheck_all: bool = False,
           on_result: Optional[Callable] = None, collect: bool = True,
           on_progress: Optional[Callable] = None, on_start: Optional[Callable] = None) -> CheckReport:
-    """Check the stores of an OpenClaw installation (`home`: a layout.Layout, a state
-    directory, or None for the one the environment names), or one `file`, and record the
-    outcome in the state.
+    """Check the stores of one agent (`home`: its layout, or OpenClaw's state directory, or
+    None for the OpenClaw installation the environment names), or one `file`, and record the
+    outcome in that agent's state. `check_machine` checks every agent.
 
     Stores under the home are checked incrementally: only summaries added since the
     last check (a watermark per store in the state), or all of them with
@@ -59,6 +59,55 @@ def check(home=None, file=None, settings: Settings = DEFAULT, input_text: Option
                       on_progress, on_start)
 
 
+def layouts(names=None, env=None, home: Optional[str] = None) -> list:
+    """(agent, layout) of the agents named (`names`), or of every registered one; `home` (the
+    --home flag) names the directory of the first (one agent only)."""
+    chosen = [agents.get(n) for n in names] if names else agents.every()
+    if home is not None and len(chosen) != 1:
+        raise GuardError("--home names one agent's directory: add --agent NAME")
+    return [(a, a.resolve(env, home)) for a in chosen]
+
+
+def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False, on_result: Optional[Callable] = None,
+                  collect: bool = True, on_progress: Optional[Callable] = None,
+                  on_start: Optional[Callable] = None, save: bool = True) -> CheckReport:
+    """Check every agent of `pairs` ((agent, layout), as `layouts` gives them) that is on this
+    machine, each in its own state (`settings_of(layout)`: its settings), and return one
+    report over all of them: its `agents` says what each one's check found, its `errors` hold
+    each agent's unreadable stores (the other agents are still checked). Nothing found for
+    any agent is NO_STORE, with where each one was looked for."""
+    total = CheckReport()
+    looked = []             # (title, where it looked) of each agent with nothing to check
+    for agent, layout in pairs:
+        entry = {"agent": agent.name, "title": agent.title, "layout": layout.describe(), "paths": layout.to_dict()}
+        total.agents.append(entry)
+        if len(pairs) > 1 and not agent.present(layout):
+            entry.update(status="ABSENT", summaries_checked=0, failures_found=0)
+            looked.append((agent.title, f"{layout.describe()}: not there; {layout.hint}"))
+            continue
+        try:
+            rep = check(layout, settings=settings_of(layout), save=save, recheck_all=recheck_all,
+                        on_result=on_result, collect=collect, on_progress=on_progress, on_start=on_start)
+        except GuardError as exc:       # this agent's state or config: said, and the others still checked
+            entry.update(status="ERROR", summaries_checked=0, failures_found=0, errors=[str(exc)])
+            total.errors.append(str(exc))
+            continue
+        entry.update(status=rep.status, summaries_checked=rep.checked, failures_found=rep.failing,
+                     stores=len(rep.sources), nothing_found=rep.nothing_found, errors=rep.errors)
+        if rep.nothing_found:
+            looked.append((agent.title, rep.nothing_found))
+        total.absorb(rep)
+    if any(a["status"] not in ("ABSENT", "NO_STORE") for a in total.agents) or total.errors:
+        total.notes.extend(f"{a['title']}: {a['nothing_found']}" for a in total.agents
+                           if len(pairs) > 1 and a["status"] == "NO_STORE")
+    elif len(pairs) == 1:
+        total.nothing_found = looked[0][1] if looked else None
+    else:
+        total.nothing_found = ("no compaction store of any agent found on this machine; looked for "
+                               + "; ".join(f"{title} ({where})" for title, where in looked))
+    return total
+
+
 def _check(home, store, file, settings, input_text, input_tokens, save, recheck_all, on_result, collect, on_progress,
            on_start=None):
     report = CheckReport()
@@ -69,10 +118,10 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
                                     max_bytes=settings.max_file_bytes)]
     else:
         report.layout = home.describe()
-        report.openclaw = home.to_dict()
+        report.paths = home.to_dict()
         if home.config_problem:
             report.notes.append(home.config_problem)
-        sources, report.errors = stores.discover(home)
+        sources, report.errors = agents.of_layout(home).discover(home)
         if not sources and not report.errors:
             report.nothing_found = (f"no compaction store found in {home.describe()}: looked for "
                                     f"{', '.join(home.looked())}; {home.hint}")
@@ -138,8 +187,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             on_progress(report.checked, report.checked, "done")
         if file is None:
             verdicts = {**before.get("sessions", {}), **last_by_session}
-            usages = [u for src in sources for u in getattr(src, "usages", [])]
-            report.session_warnings = context_pressure(home, verdicts, settings, report.notes, usages)
+            usages = agents.of_layout(home).usages(home, sources, report.notes)
+            report.session_warnings = context_pressure(usages, verdicts, settings)
         if ledger_error:
             report.errors.append(ledger_error)
         elif save:
@@ -183,23 +232,11 @@ def _keyed(src, records, ledger, old_mark, known):
         yield rec
 
 
-def context_pressure(layout: layouts.Layout, last: dict, settings: Settings, notes: list,
-                     usages: Optional[list] = None) -> list:
-    """Sessions near their context window (totalTokens of contextTokens at least
-    context_pressure_share: the agent database's session_nodes, else the legacy
-    sessions.json) whose last compaction failed or was written by a fallback: the next
-    compaction is the one that must work. One warning per session."""
-    from .stores import sessions_index
-    usages = list(usages or [])
-    with_db = {u.agent for u in usages}
-    for agent in layout.agents:
-        path = agent.sessions / "sessions.json"
-        if agent.id in with_db or agent.database.is_file() or not path.is_file():
-            continue
-        try:
-            usages += sessions_index.read(path)
-        except GuardError as exc:
-            notes.append(str(exc))
+def context_pressure(usages: list, last: dict, settings: Settings) -> list:
+    """Sessions near their context window (their total of their context at least
+    context_pressure_share, as the agent keeps it: Agent.usages) whose last compaction failed
+    or was written by a fallback: the next compaction is the one that must work. One warning
+    per session."""
     out = []
     for u in usages:
         prev = last.get(u.session_id)
@@ -436,3 +473,31 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
         "fallback_share": round(stored["by_fallback"] / stored_total, 4) if stored_total else 0.0,
         "circuit_open_until": breaker.open_until(state),
     }
+
+
+_WORST = ("DEGRADED", "ERROR", "HEALTHY", "NO_STORE", "NEVER_CHECKED")
+
+
+def with_state(pairs: list) -> list:
+    """The (agent, layout) pairs whose state exists, for --status and --report; when none has
+    one, those on this machine; when none is, the first (it says NEVER_CHECKED where it looked)."""
+    if len(pairs) == 1:
+        return pairs
+    kept = [(a, lay) for a, lay in pairs if state_path(lay).exists()] or [(a, lay) for a, lay in pairs
+                                                                         if a.present(lay)]
+    return kept or pairs[:1]
+
+
+def status_machine(pairs: list, settings_of: Callable) -> dict:
+    """`status` of each agent with a state (with_state), each doc naming its `agent`; one doc
+    when one agent, else {"status": the worst, "agents": [...]}."""
+    docs = [dict(status(lay, settings_of(lay)), agent=a.name) for a, lay in with_state(pairs)]
+    if len(docs) == 1:
+        return docs[0]
+    worst = min((d["status"] for d in docs), key=lambda s: _WORST.index(s) if s in _WORST else 0)
+    return {"status": worst, "agents": docs}
+
+
+def report_machine(pairs: list, settings_of: Callable, since: Optional[str] = None) -> list:
+    """`report` of each agent with a state (with_state), each naming its `agent`."""
+    return [dict(report(lay, settings_of(lay), since=since), agent=a.name) for a, lay in with_state(pairs)]

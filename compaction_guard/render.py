@@ -66,7 +66,7 @@ class TextCheckStream:
         self.by_source = {}
 
     def start(self, report=None) -> None:
-        """The first line: which OpenClaw state directory, and which stores were found in it."""
+        """A first line for each agent checked: which of its directories, and which stores were found in it."""
         if report is None or not getattr(report, "layout", None):
             return
         found = getattr(report, "sources_found", [])
@@ -102,6 +102,13 @@ class TextCheckStream:
         if self.warned:
             out += ["", "Warnings (summaries still valid):"] + self.warned[:20]
         out += ["", f"Compaction Resilience Check — {report.checked_at}", "-" * 60]
+        many = getattr(report, "agents", [])
+        for a in many if len(many) > 1 else ():
+            if a["status"] == "ABSENT":
+                out.append(f"  {a['agent']}: not on this machine ({a['layout']})")
+            else:
+                out.append(f"  {a['agent']}: {a['status']}, {a['summaries_checked']} summaries checked, "
+                           f"{a['failures_found']} failing ({a['layout']})")
         if getattr(report, "nothing_found", None):
             out.append(f"  {report.nothing_found}")
         for s in report.sources:
@@ -308,18 +315,29 @@ def failures_by_store_kind(failures: dict) -> dict:
     return by_source
 
 
-def report_prometheus(rep: dict) -> str:
+def report_prometheus(reports) -> str:
     """The Prometheus text exposition format (for node_exporter's textfile collector or
     a Pushgateway): counters per level, per failure kind and source; gauges for the
-    last check and the L3 share."""
+    last check and the L3 share. `reports`: one report, or a list of them (one per agent,
+    each sample then labelled with its `agent`)."""
+    families = {}           # name -> [kind, help, samples], each family written once
+    for rep in [reports] if isinstance(reports, dict) else reports:
+        _prometheus_samples(rep, families)
     out = []
-
-    def metric(name, kind, help_, samples):
+    for name, (kind, help_, samples) in families.items():
         out.append(f"# HELP {name} {help_}")
         out.append(f"# TYPE {name} {kind}")
         for labels, value in samples:
             lab = "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}" if labels else ""
             out.append(f"{name}{lab} {value}")
+    return "\n".join(out) + "\n"
+
+
+def _prometheus_samples(rep: dict, families: dict) -> None:
+    agent = {"agent": rep["agent"]} if rep.get("agent") else {}
+
+    def metric(name, kind, help_, samples):
+        families.setdefault(name, [kind, help_, []])[2].extend(({**agent, **labels}, v) for labels, v in samples)
 
     totals = rep["totals"]
     metric("compaction_guard_compactions_total", "counter", "Runs of the guard's chain, by the level that produced "
@@ -356,7 +374,6 @@ def report_prometheus(rep: dict) -> str:
     cb = rep.get("circuit_breaker") or {}
     metric("compaction_guard_circuit_open", "gauge", "1 while the circuit breaker skips the LLM levels.",
            [({}, 1 if cb.get("open_until") else 0)])
-    return "\n".join(out) + "\n"
 
 
 def _epoch(iso) -> float:

@@ -46,7 +46,7 @@ from typing import Optional
 from . import breaker
 from .chain import Attempt, ChainResult, adjust_l2, level_requests
 from .check import check_record
-from .contract import Contract, instructions_of, minimum_tokens, of_request
+from .contract import Contract, minimum_tokens, of_request
 from .errors import GuardError
 from .httpjson import _error_message, _retry_after
 from .reasoning import strip_reasoning
@@ -200,6 +200,7 @@ def _text_of(content) -> str:
     return ""
 
 
+# a conversation fenced in the request (OpenClaw's shape): what is cut to fit a small upstream context
 _CONVERSATION_RE = re.compile(r"<conversation>\s*(.*?)\s*</conversation>", re.S)
 
 
@@ -244,52 +245,28 @@ def rough_size(body: dict) -> int:
 
 
 def read_request(proto: str, body: dict) -> Request:
-    """What the request asks to be summarized: every non-system message's text; when the
-    client fences the history as pi does (OpenClaw's compaction: `<conversation>` and
-    `<previous-summary>` before its English instructions), only what is fenced, so the
-    instructions are not taken for history (their language, their size). A previous
-    summary is read in either of OpenClaw's shapes: pi's `<previous-summary>` after the
-    conversation, the safeguard's `<previous-compaction-summary>` turn inside it."""
+    """What the request asks to be summarized: every non-system message's text, the last user
+    message taken for the instructions; unless an agent recognizes the request as its own
+    (agents/<name>/requests.py: OpenClaw fences the history in `<conversation>`, so its English
+    instructions are not taken for history, their language or their size, and hands over the
+    summary it replaces)."""
+    from .agents import every
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     parts = [_text_of(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") != "system"]
     text = "\n\n".join(p for p in parts if p)
-    fenced = _CONVERSATION_RE.findall(text)
-    prev = previous_summary(text)
-    if fenced:
-        history = _PREVIOUS_RE.sub("", "\n\n".join(fenced))
-        history = re.sub(r"^\[User[^\]\n]*\]: *\n*(?=\n\[|\Z)", "", history, flags=re.M).strip()
-        instructions = instructions_of(text)
-    else:
-        history = _PREVIOUS_RE.sub("", text).strip() if prev else text
-        last = next((_text_of(m.get("content")) for m in reversed(msgs) if isinstance(m, dict)
-                     and m.get("role") == "user"), "")
-        instructions = last
-    m = _REJECTED_RE.search(instructions)
-    return Request(history, prev, instructions, of_request(history, instructions), m.group(1) if m else None)
-
-
-# OpenClaw's safeguard retries once with its audit's reasons when an answer failed it
-_REJECTED_RE = re.compile(r"Previous summary failed quality checks \(([^)\n]*)\)")
+    last = next((_text_of(m.get("content")) for m in reversed(msgs) if isinstance(m, dict)
+                 and m.get("role") == "user"), "")
+    for agent in every():
+        shape = agent.read_request(text, last)
+        if shape is not None:
+            return Request(shape.history, shape.previous, shape.instructions,
+                           of_request(shape.history, shape.instructions), shape.rejected)
+    return Request(text, None, last, of_request(text, last), None)
 
 
 def conversation(proto: str, body: dict) -> str:
     """The text the checks read as a request's input (Request.text)."""
     return read_request(proto, body).text
-
-
-# The summary being replaced: pi's update prompt hands it to the model in <previous-summary>
-# tags; OpenClaw's safeguard puts it in a <previous-compaction-summary> turn, after a line
-# asking to re-distill it. A reply that gives it back unchanged is `stale`.
-_PREVIOUS_RE = re.compile(r"<(previous-summary|previous-compaction-summary)>\s*(.*?)\s*</\1>", re.S)
-_REDISTILL_RE = re.compile(r"^Previous compaction summary to re-distill[^\n]*\n+")
-
-
-def previous_summary(text: str) -> Optional[str]:
-    m = _PREVIOUS_RE.search(text)
-    if not m:
-        return None
-    body = _REDISTILL_RE.sub("", m.group(2)).strip()
-    return body or None
 
 
 def _system_of(proto: str, body: dict) -> str:

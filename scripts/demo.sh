@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Set up, then check the bundled demo OpenClaw home (good and broken summaries) and report.
-# The demo home is copied to a temporary folder: the repository is never written.
+# Set up, then check a demo home holding what two agents wrote (OpenClaw's stores and two real
+# Claude Code transcripts, good and broken summaries), run the chain, and report. The demo home
+# is a temporary folder standing in for the user's home: the repository is never written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-home=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
+user=$(mktemp -d "${TMPDIR:-/tmp}/guard-demo.XXXXXX")
+home="$user/.openclaw"
+mkdir -p "$home"
 cp -r demo/openclaw-home/. "$home/"
 .venv/bin/python demo/add_openclaw_stores.py "$home"     # + a lossless-claw lcm.db and a session transcript
 # + an agent database the real OpenClaw 2026.9.6 gateway wrote (tests/data/openclaw-live)
 mkdir -p "$home/agents/main/agent"
 cp tests/data/openclaw-live/openclaw-agent.sqlite "$home/agents/main/agent/"
-export OPENCLAW_STATE_DIR="$home"
-echo "== compaction-guard --check   (OPENCLAW_STATE_DIR=$home)"
+# + two transcripts the real Claude Code 2.1.328 wrote (tests/data/claude-code: a good compaction, a loop)
+mkdir -p "$user/.claude/projects/-work"
+cp tests/data/claude-code/good.jsonl tests/data/claude-code/loop.jsonl "$user/.claude/projects/-work/"
+unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR
+export HOME="$user"
+echo "== compaction-guard --check   (HOME=$user: every agent found there)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"
 echo
 echo "== compaction-guard --simulate  (the 3-level chain on the demo's MEMORY.md)"

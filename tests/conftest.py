@@ -2,12 +2,22 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "openclaw-home"
+
+# Every test (and every guard it starts) sees an empty home: a plain --check looks for every
+# agent's stores there, and must never find the ones of the person running the tests. The
+# caches the pinned agents are installed in stay where they are.
+os.environ.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+os.environ["HOME"] = tempfile.mkdtemp(prefix="guard-tests-home-")
+for _var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+             "XDG_STATE_HOME", "LCM_DATABASE_PATH", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "OPENCLAW_CONFIG_PATH"):
+    os.environ.pop(_var, None)
 
 
 @pytest.fixture

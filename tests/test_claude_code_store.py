@@ -11,8 +11,9 @@ import pytest
 
 from compaction_guard import operations
 from compaction_guard.check import check_record
-from compaction_guard.claude_code import ClaudeLayout
-from compaction_guard.stores import claude_code as cc, load_file
+from compaction_guard.agents.claude_code import store as cc
+from compaction_guard.agents.claude_code.layout import ClaudeLayout
+from compaction_guard.stores import load_file
 from compaction_guard.settings import DEFAULT
 
 DATA = Path(__file__).parent / "data" / "claude-code"

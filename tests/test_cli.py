@@ -19,7 +19,7 @@ def test_check_without_store_says_so_and_is_not_healthy(home):
     assert doc["status"] == "NO_STORE" and doc["nothing_found"]
     assert "NO_STORE" in run_guard("--status", home=home).stdout
     prom = run_guard("--report", "--format", "prometheus", home=home).stdout
-    assert "compaction_guard_healthy 0" in prom
+    assert 'compaction_guard_healthy{agent="openclaw"} 0' in prom
 
 
 def test_check_demo_text_and_json(demo_home):

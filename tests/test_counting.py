@@ -14,7 +14,7 @@ from compaction_guard import operations
 from compaction_guard.ledger import Ledger, ledger_path
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
-from compaction_guard.stores import transcripts
+from compaction_guard.agents.openclaw import transcripts
 
 from conftest import run_guard
 from openclaw_fixtures import LcmBuilder, agent_db, compaction, message, session_jsonl

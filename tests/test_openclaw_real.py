@@ -243,7 +243,7 @@ def test_incremental_checks_survive_openclaws_vacuum_and_archives(fresh_home):
 def test_hook_install_and_remove_without_openclaw_on_path(tmp_path, monkeypatch):
     """Written into OpenClaw's managed hooks directory; without OpenClaw's command the operator is
     told how to enable it; a hook of that name the guard did not write is never touched."""
-    from compaction_guard import hooks, layout
+    from compaction_guard.agents.openclaw import hook as hooks, layout
     state = tmp_path / ".openclaw"
     state.mkdir()
     monkeypatch.delenv("OPENCLAW_BIN", raising=False)
@@ -274,7 +274,7 @@ def test_hook_install_and_remove_without_openclaw_on_path(tmp_path, monkeypatch)
 def test_the_hook_handler_never_breaks_the_gateway(tmp_path, command, expect):
     """OpenClaw awaits the handler: whatever the guard does (fails, hangs, is missing), it
     returns, within its timeout, without throwing; a failure becomes one line for the user."""
-    from compaction_guard import hooks, layout
+    from compaction_guard.agents.openclaw import hook as hooks, layout
     where = require()
     state = tmp_path / ".openclaw"
     state.mkdir()
@@ -300,7 +300,7 @@ def test_the_layout_is_resolved_as_openclaw_resolves_it(tmp_path):
     """The state directory and config the guard settles on are those OpenClaw's own code
     uses (`openclaw config file`; where its SessionManager writes the agent database), for
     OPENCLAW_HOME, OPENCLAW_STATE_DIR, OPENCLAW_CONFIG_PATH and the legacy names."""
-    from compaction_guard import layout
+    from compaction_guard.agents.openclaw import layout
     where = require()
     legacy = tmp_path / "legacy"
     (legacy / ".clawdbot").mkdir(parents=True)
@@ -336,7 +336,8 @@ def test_the_compaction_model_is_read_as_openclaw_names_it(tmp_path, monkeypatch
     """A config OpenClaw validates (`openclaw config validate`): the compaction model a bare
     alias of agents.defaults.models, its key a SecretRef, its model entry with an api and
     baseUrl of its own. The guard calls that model, at that URL, with that key."""
-    from compaction_guard import layout, providers
+    from compaction_guard import providers
+    from compaction_guard.agents.openclaw import layout
     where = require()
     state = tmp_path / "home" / ".openclaw"
     state.mkdir(parents=True)
@@ -382,7 +383,8 @@ def test_openclaw_reads_the_skills_requirements(tmp_path):
 def test_an_agent_directory_the_config_moves_is_found(tmp_path):
     """`agents.entries.<id>.agentDir` (a `~` in it is the effective home, OPENCLAW_HOME): the
     agent's database is looked for there (here the one the live gateway wrote)."""
-    from compaction_guard import layout, operations
+    from compaction_guard import operations
+    from compaction_guard.agents.openclaw import layout
     home = tmp_path / "user"
     state = home / ".openclaw"
     state.mkdir(parents=True)

@@ -323,7 +323,7 @@ def test_a_writer_starting_mid_check_is_read_through_its_lock(tmp_path, monkeypa
     a torn read: the batch read while it happened is read again through `mode=ro`, which takes
     the shared locks, and the check says so. Every record comes out once, with content the
     database held, and the writer's new summaries are seen."""
-    from compaction_guard.stores import lcm as lcm_store
+    from compaction_guard.agents.openclaw import lcm as lcm_store
     path = tmp_path / "lcm.db"
     b = LcmBuilder(path)
     conv = b.conversation("sess-w")
@@ -358,7 +358,7 @@ def test_a_writer_starting_mid_check_is_read_through_its_lock(tmp_path, monkeypa
 def test_a_writer_starting_mid_check_of_the_agent_db_gives_no_torn_read(tmp_path, monkeypatch):
     """The same for openclaw-agent.sqlite: read immutable in pages while idle; a writer
     appearing mid-check switches the read to `mode=ro` from the page it was on."""
-    from compaction_guard.stores import agent_db as tr
+    from compaction_guard.agents.openclaw import agent_db as tr
     path = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
     events = []
     for i in range(12):

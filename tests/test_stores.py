@@ -8,7 +8,8 @@ import yaml
 
 from compaction_guard import operations
 from compaction_guard.errors import GuardError
-from compaction_guard.stores import load_file, dag_state
+from compaction_guard.agents.openclaw import dag_state
+from compaction_guard.stores import load_file
 
 GOOD = "The user migrated CI to GitHub Actions; the publish job is pending and runs only on tags v*."
 

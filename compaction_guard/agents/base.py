@@ -1,0 +1,148 @@
+"""The one small interface every agent package implements (`AGENT = MyAgent()`).
+
+A layout is whatever `resolve` returns: a plain object that says where the agent keeps
+things. The rest of the guard reads only these of it:
+
+    agent         the agent's name (agents.REGISTRY)
+    state_dir     the agent's own directory (its home, state or configuration directory)
+    origin        why that directory: the flag or variable that named it, or the default
+    guard_dir     where the guard keeps its state and config.yaml for this agent
+    hint          what to set when nothing is found there
+    notes, config_problem   things a person should know about the layout
+    describe()    one line: which directory and why
+    looked()      the places a check looked, for a check that found nothing
+    to_dict()     the paths, for JSON
+
+Everything an agent does is a method below; the defaults are "this agent has none".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..errors import GuardError
+from ..stores import SQLITE_MAGIC
+
+
+class Probe:
+    """A file the user named, read once for every agent's `sniff`: its first bytes, and (asked
+    for) its SQLite tables, its text and its parsed data. Read-only; `close()` lets go of a
+    database connection no store took."""
+
+    def __init__(self, path: Path, max_bytes: int):
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        with open(self.path, "rb") as fh:
+            self.head = fh.read(4096)
+        self._con = None
+        self._tables = None
+        self._text = None
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.head.startswith(SQLITE_MAGIC)
+
+    def tables(self) -> dict:
+        """{table: set of columns} of a SQLite file (empty for any other)."""
+        if self._tables is None:
+            from .. import sqlite_ro
+            self._tables = {}
+            if self.is_sqlite:
+                self._con = sqlite_ro.connect(self.path, "database")
+                self._tables = sqlite_ro.tables(self._con)
+        return self._tables
+
+    def take_connection(self):
+        """The open read-only connection, handed to the store that reads the file."""
+        con, self._con = self._con, None
+        return con
+
+    def text(self) -> tuple:
+        """(text, note) of a text file (stores.read_text)."""
+        if self._text is None:
+            from ..stores import read_text
+            self._text = read_text(self.path, max_bytes=self.max_bytes)
+        return self._text
+
+    def data(self):
+        """The file parsed as JSON, YAML or JSONL (records_file.load_data)."""
+        if not hasattr(self, "_data"):
+            from ..stores import records_file
+            self._data = records_file.load_data(self.path, self.text()[0])
+        return self._data
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+@dataclass(frozen=True)
+class RequestShape:
+    """A compaction request read by the agent that sends it: the conversation to summarize, the
+    summary it replaces, what the prompt asks (the history taken out), and the reasons the
+    agent's own audit rejected the previous answer, when it says them."""
+    history: str
+    previous: Optional[str]
+    instructions: str
+    rejected: Optional[str] = None
+
+
+class Agent:
+    name = ""          # on the command line: --agent NAME, hook NAME, install NAME
+    title = ""         # for people
+
+    # ------------------------------------------------------------------ where it keeps things
+    def resolve(self, env=None, home: Optional[str] = None):
+        """The agent's layout, as the agent itself finds its directories from `env` (os.environ
+        when None); `home` (the --home flag) names the agent's own directory."""
+        raise NotImplementedError
+
+    def present(self, layout) -> bool:
+        """Whether the agent has left anything on this machine (its directory exists)."""
+        return Path(layout.state_dir).is_dir()
+
+    # ------------------------------------------------------------------ its stores
+    def discover(self, layout) -> tuple:
+        """(sources, errors): every store in the layout; a store that cannot be opened is an
+        error line and the others are still read."""
+        return [], []
+
+    def sniff(self, probe: Probe, layout=None):
+        """The Source reading `probe`'s file when it is one of this agent's stores, else None."""
+        return None
+
+    def usages(self, layout, sources: list, notes: list) -> list:
+        """The sessions' context use (SessionUsage) the agent keeps, for context_pressure."""
+        return [u for src in sources for u in getattr(src, "usages", [])]
+
+    # ------------------------------------------------------------------ its hook
+    def hook(self, argv: list) -> int:
+        """`compaction-guard hook NAME ...`: what the agent runs on its hook events."""
+        raise GuardError(f"{self.title} runs no `hook {self.name}` command; `compaction-guard install {self.name}` "
+                         "sets up what it runs")
+
+    def install_arguments(self, parser) -> None:
+        """The flags `install NAME` / `uninstall NAME` take beyond --home and --format."""
+
+    def install(self, layout, args) -> dict:
+        raise GuardError(f"the guard has no hook to install for {self.title}")
+
+    def uninstall(self, layout, args) -> dict:
+        raise GuardError(f"the guard has no hook to uninstall for {self.title}")
+
+    def install_text(self, action: str, doc: dict) -> str:
+        """What `install`/`uninstall` did, for a person."""
+        return "".join(f"{k}: {v}\n" for k, v in doc.items())
+
+    # ------------------------------------------------------------------ serve and the chain
+    def read_request(self, text: str, last_user: str) -> Optional[RequestShape]:
+        """A compaction request this agent sends, read, when `text` (the request's non-system
+        messages, joined) is one; `last_user` is its last user message. Else None."""
+        return None
+
+    def compaction_model(self, layout, env):
+        """The agent's own compaction model as a providers.ProviderChoice, when its
+        configuration names one (the chain's default summarizer); else None."""
+        return None
