@@ -65,16 +65,14 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
               layout=None, max_bytes: int = MAX_FILE_BYTES) -> Source:
     """The store in one file the user named: one of an agent's stores (each agent's `sniff`,
     in the registry's order), else a summaries file or one summary."""
-    from ..agents import every
     from ..agents.base import Probe
     path = Path(path)
     _check_regular(path, "file")
     probe = Probe(path, max_bytes)
     try:
-        for agent in every():
-            src = agent.sniff(probe, layout)
-            if src is not None:
-                return src
+        _, src = _sniff(probe, layout)
+        if src is not None:
+            return src
     finally:
         probe.close()
     if probe.is_sqlite:
@@ -91,22 +89,29 @@ def load_file(path, input_text: Optional[str] = None, input_tokens: Optional[int
     return ListSource(kind, path, recs, note)
 
 
+def _sniff(probe, layout=None) -> tuple:
+    """(agent name, Source) of the first agent whose store the probed file is, else (None, None)."""
+    from ..agents import every
+    for agent in every():
+        src = agent.sniff(probe, layout)
+        if src is not None:
+            return agent.name, src
+    return None, None
+
+
 def owner_of(path) -> Optional[str]:
     """The name of the agent whose store the file is (None: a summaries file, or unreadable:
     the check says why)."""
-    from ..agents import every
     from ..agents.base import Probe
     try:
         _check_regular(Path(path), "file")
         probe = Probe(Path(path), MAX_FILE_BYTES)
         try:
-            for agent in every():
-                src = agent.sniff(probe, None)
-                if src is not None:
-                    src.close()
-                    return agent.name
+            name, src = _sniff(probe)
         finally:
             probe.close()
     except (GuardError, OSError):
         return None
-    return None
+    if src is not None:
+        src.close()
+    return name
