@@ -1,6 +1,6 @@
 """`python -m compaction_guard ...`: the same as the `compaction-guard` command."""
 import sys
 
-from .cli import main
+from .launch import main
 
 sys.exit(main())

@@ -22,7 +22,10 @@ class SummaryRecord:
     context_before, context_after: the agent's own measure of its whole context just before
                    and just after the compaction (OpenClaw's tokensBefore/tokensAfter, Claude
                    Code's preTokens/postTokens), when it keeps one: a compaction that did not
-                   shrink the context failed whatever its text
+                   shrink the context failed whatever its text; and one that is a small
+                   fraction of what the agent said its context held did not grow it, whatever
+                   the visible text's length (detectors/inflation.py)
+    context_source: which numbers those are, for the reasons ("Claude Code's preTokens/postTokens")
     contract:      what the request demanded of the answer (contract.Contract: sections, a
                    <summary> block, what an audit checks), when the summary is an answer to a
                    known request (the proxy, the chain); None for a stored summary
@@ -41,6 +44,7 @@ class SummaryRecord:
     token_counter: str = "guard"
     context_before: Optional[int] = None
     context_after: Optional[int] = None
+    context_source: str = ""
     contract: Optional[object] = None
     new: bool = True
     key: Optional[str] = None

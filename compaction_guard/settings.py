@@ -37,8 +37,14 @@ class Settings:
     # Information left after the structure (detectors/empty.py, information_left): a summary
     # whose distinct content words and identifiers number at most this many carries nothing.
     empty_info_max_units: int = 3
-    # ... a failure over a history this large or of unknown size; over a smaller one a warning.
+    # ... a failure over a history this large or of unknown size; over a smaller one a warning,
+    # unless that history's text is known and held what the summary dropped: at least
+    # empty_info_short_min_dropped of its specifics (identifiers, figures, dates, file and code
+    # names) none of which the summary carries, or at least empty_info_short_min_words content
+    # words (words no language uses often, not the compactors' own) none of which it shares.
     empty_info_min_input_tokens: int = 200
+    empty_info_short_min_dropped: int = 1
+    empty_info_short_min_words: int = 5
     # ... unless it says more than one thing and no more than this share of its words are the
     # template's (the request's words, the compactors' own, negations): a short summary of the work.
     empty_info_min_template_share: float = 0.5
@@ -106,6 +112,16 @@ class Settings:
     garbled_nonword_min_share: float = 0.5
     garbled_nonword_max_language_probability: float = 0.4
     garbled_nonword_min_run: int = 10
+    # Random characters across scripts ('JЩңわまB嵩ثमご'): of the first garbled_script_sample_chars
+    # characters, adjacent letters inside words (at least garbled_script_min_pairs pairs) that
+    # change script (Latin, Cyrillic, Arabic, ...; Han, kana and their marks are one) at
+    # garbled_script_min_switch_share or more. Measured on real text (human text in 32
+    # languages, man pages, three models' outputs, Chinese and Japanese with Latin names
+    # inside words): at most 0.26 (a short Korean loop), next 0.17; random letters of two
+    # scripts switch at about 0.5, of three at about 0.67.
+    garbled_script_sample_chars: int = 4000
+    garbled_script_min_pairs: int = 40
+    garbled_script_min_switch_share: float = 0.35
     # Mojibake sequences (UTF-8 read as cp1252/latin-1) that make a summary garbled.
     mojibake_min_sequences: int = 3
     # Consecutive integers that read as a dump of token ids (a list of 16 ports is not).

@@ -596,7 +596,16 @@ def test_a_summary_in_another_language_is_drift_not_ungrounded():
 
 
 def test_a_short_summary_is_not_judged_for_grounding():
-    assert validate("Der Nutzer möchte morgen über Katzen reden.", input=ID_HISTORY).valid
+    # a few words sharing some of the history's: too short to weigh (its language is drift's)
+    assert "ungrounded" not in validate("Der Nutzer möchte den nightly backup Job reparieren.",
+                                        input=ID_HISTORY).failures
+
+
+def test_a_short_summary_sharing_nothing_with_a_history_of_specifics_fails():
+    # not one word of the history and none of its ten specifics: about something else (#45)
+    r = validate("Der Nutzer möchte morgen über Katzen reden.", input=ID_HISTORY)
+    assert r.failures == ["ungrounded"], r.reasons
+    assert "SUP-77410" in r.reasons["ungrounded"] and "'katzen'" in r.reasons["ungrounded"].lower()
 
 
 def test_the_chain_escalates_an_ungrounded_reply():
@@ -1076,8 +1085,15 @@ def test_a_brief_summary_naming_something_is_kept_over_a_long_history(text):
     assert "empty" not in validate(text, input=_long_history()).failures
 
 
-def test_a_few_words_over_a_short_history_are_not_judged_by_size():
-    assert "empty" not in validate("I will now check the logs.", input=_long_history(copies=1)[:3000]).failures
+def test_a_few_words_over_a_short_history_that_named_things_fail():
+    # not by size (751 tokens is not thousands): by what the history named and it dropped (#45)
+    r = validate("I will now check the logs.", input=_long_history(copies=1)[:3000])
+    assert r.failures == ["empty"] and "SUP-82841" in r.reasons["empty"], r.reasons
+
+
+def test_a_few_words_over_a_short_history_that_named_nothing_are_a_warning_at_most():
+    r = validate("I will now check the logs.", input="user: hi\nassistant: Hello! What shall we do today?")
+    assert r.valid, r.reasons
 
 
 # --- information_left's shortcuts say what the whole reading says ------------------------

@@ -30,8 +30,9 @@ def detect_all(content: str, settings, *, output_tokens: int, input_tokens: Opti
     `measures`, when given, receives what was measured against the input (fidelity figures:
     word overlap, grounding support, identifier retention), whatever was found. `background`:
     the store's word frequencies (overlap.Background), in a check of a store. `previous`: the
-    summary this one replaced, when known; `context`: the agent's own (before, after) count
-    of its whole context around the compaction, when it keeps one; `required`: what the request
+    summary this one replaced, when known; `context`: the agent's own (before, after[, whose])
+    count of its whole context around the compaction, when it keeps one (whose: which
+    numbers of which agent, for the reason), which judges the size instead of the text; `required`: what the request
     demanded of the answer (contract.Contract), when it is known."""
     steps = detect_steps(content, settings, output_tokens=output_tokens, input_tokens=input_tokens,
                          allow_own_l3=allow_own_l3, input_text=input_text, measures=measures, background=background,
@@ -83,7 +84,11 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
     if required is not None:
         allowance = minimum_tokens(required)
         input_tokens = input_tokens + allowance if input_tokens else input_tokens
-    head = inflation.context(context[0], context[1], settings) if context[0] else []
+    # the agent's own counts of its context, when it keeps them, judge the size (inflation.py)
+    before, after = context[0], context[1]
+    whose = context[2] if len(context) > 2 else ""
+    head = inflation.context(before, after, settings, whose) if before and after is not None \
+        else inflation.against_before(output_tokens, before, settings, whose) if before else []
     # the input's figures, measured on first use and shared by every check below
     view = overlap.InputView(input_text) if input_text else None
     extra = _request_words(required)
@@ -103,7 +108,7 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
         yield "repetition"
         findings = findings + repetition.detect(content, settings, input_text, cut_off)
     else:
-        if input_tokens:
+        if input_tokens and not before:
             findings += inflation.detect(output_tokens, input_tokens, settings)
         yield "markers"
         findings += markers.detect(content, settings, allow_own_l3=allow_own_l3, previous=previous)
@@ -118,7 +123,7 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
         if not (findings and any(f.failure for f in findings)):
             # well formed and carrying nothing (loops, noise and markers say more)
             yield "information_free"
-            findings += empty.information_free(content, settings, input_tokens, extra, reasoning)
+            findings += empty.information_free(content, settings, input_tokens, extra, reasoning, view, previous)
         if not (findings and any(f.kind == "repetition" and f.figures.get("runs_to_end", True) for f in findings)):
             # a loop that runs to the end is cut off too, and says more; one that stopped
             # inside the summary says nothing of how the summary ends
@@ -142,6 +147,11 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                 if not any(f.failure for f in findings):
                     # a few words for thousands of tokens, in whatever language
                     findings += empty.too_little(content, settings, view, input_tokens, extra, previous)
+                if not any(f.failure for f in findings):
+                    # a few words sharing nothing with a history that named things, in any language
+                    nothing = empty.carries_nothing(content, settings, view, input_tokens, extra, previous)
+                    if nothing:
+                        findings = [f for f in findings if f.kind != "empty_info"] + nothing
                 yield "grounding"
                 sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
                 findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
@@ -163,6 +173,11 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
         noise = garbled.no_language(content, settings, view)
         if noise:
             findings = [f for f in findings if f not in named] + noise
+    if findings and any(f.failure and f.figures.get("no_language") for f in findings):
+        # text that is no language is garbled, first and only: its size, loops, language
+        # and subject are the noise's, not a summary's (the agent's own counts stay: a fact
+        # of the context, not of the text)
+        return [f for f in findings if f.failure and f.figures.get("no_language")] + head
     if required is not None:
         findings += contract.detect(content, required)
     return head + findings if head else findings

@@ -647,8 +647,120 @@ _CHARS_PER_WORD = 12
 _FENCE_OPEN_RE = re.compile(r"^\s*(```|~~~)", re.M)
 
 
+# a word mixing letters with digits or underscores (MAX_RETRIES, h264, build42), or a
+# number of two digits or more: what a short history names that a summary must carry
+_CODE_WORD_RE = re.compile(r"(?<![\w.])(?=[\w.]*[^\W\d_])(?=[\w.]*[\d_])[^\W_][\w.]*\w|(?<![\w.])\d[\d.,:]*\d(?![\w])")
+
+
+def specifics_of(history: str, settings) -> tuple:
+    """(specifics, content words) of a history: its identifiers (identifiers.scan), dates,
+    times, file and code names (information_left), words mixing letters with digits or
+    underscores, numbers of two digits or more (not those inside a specific listed before
+    them); and its content words (words no language uses often, not the compactors' own)."""
+    words, idents, _, _ = information_left(history, settings, enough=1 << 30)
+    specifics = []
+    for x in dict.fromkeys(idents + [m.group(0) for m in _CODE_WORD_RE.finditer(history)]):
+        if not any(x in y for y in specifics):
+            specifics.append(x)
+    return specifics, words
+
+
+def _kept(specific: str, flat: str) -> bool:
+    return "".join(specific.lower().split()) in flat
+
+
+def dropped_of_short_history(content: str, view, settings) -> tuple:
+    """(the specifics a history held that `content` does not carry, when they number
+    empty_info_short_min_dropped or more, else []; the history's content words when `content`
+    shares none of them and they number empty_info_short_min_words or more, else []): what
+    makes an information-free text over a short history a failure, not a warning."""
+    if view is None:
+        return [], []
+    specifics, words = specifics_of(view.text, settings)
+    flat = "".join(content.lower().split())
+    dropped = [x for x in specifics if not _kept(x, flat)]
+    if len(dropped) < settings.empty_info_short_min_dropped:
+        dropped = []
+    unheard = []
+    if len(words) >= settings.empty_info_short_min_words:
+        mine = set(units(content))
+        if not any(u in mine for w in words for u in units(w)):
+            unheard = words
+    return dropped, unheard
+
+
+def carries_nothing(content: str, settings, view, input_tokens: Optional[int] = None,
+                    extra: frozenset = frozenset(), previous: Optional[str] = None) -> list:
+    """`empty` for a few words (at most empty_info_echo_max_units content words and
+    identifiers) that carry nothing of a known history that held specifics: none of its
+    specifics, and not one of its content words (nor the previous summary's). A statement of
+    intent ("I'll start by checking the configuration."), a preamble in another language
+    ("让我继续分析"), an acknowledgement: in any language and at any history size, as it
+    compares words and names, it does not read them. Judged only when the text seen is at
+    least empty_info_min_seen_share of what the store says was condensed."""
+    content = strip_reasoning(content).text
+    if not content.strip() or carried_forward(content, previous):
+        return []
+    words, idents, n, template = information_left(content, settings, extra,
+                                                  enough=settings.empty_info_echo_max_units + 1)
+    if n > settings.empty_info_echo_max_units:
+        return []
+    if input_tokens and view.tokens < settings.empty_info_min_seen_share * input_tokens:
+        return []
+    specifics, _ = specifics_of(view.text, settings)
+    flat = "".join(content.lower().split())
+    if not specifics or any(_kept(x, flat) for x in specifics):
+        return []
+    mine = set(units(content))
+    have = view.unit_set | (frozenset(units(previous)) if previous else frozenset())
+    if any(u in have for u in mine if u in _content_units(content, settings, extra)):
+        return []
+    size = f"{input_tokens}-token history" if input_tokens else f"{view.tokens}-token history"
+    figures = {"content_units": n, "history_specifics": len(specifics), "shared_words": 0}
+    share = template / (template + n) if template + n else 1.0
+    if idents or (n > settings.empty_info_max_units and share <= settings.empty_info_min_template_share):
+        # names and words of its own: about something else, not nothing
+        said = ", ".join(repr(w) for w in (idents[:3] + words[:4]))
+        return [Finding("ungrounded", f"none of its words ({said}) occurs in the {size} it stands for, and it keeps "
+                        f"none of the {len(specifics)} specific(s) the history held "
+                        f"({', '.join(repr(x) for x in specifics[:5])}): it is about something else; re-run "
+                        "compaction", figures=figures)]
+    return [Finding("empty", f"carries nothing of the {size} it stands for: not one of its words occurs there, and "
+                    f"it keeps none of the {len(specifics)} specific(s) the history held "
+                    f"({', '.join(repr(x) for x in specifics[:5])}): a reply, a statement of intent or a tool call's "
+                    "preamble stored as the summary; re-run compaction", figures=figures)]
+
+
+def _content_units(content: str, settings, extra: frozenset) -> frozenset:
+    """The units of `content` that are content (not common in any language, not the
+    compactors' own words): the ones whose presence in a history means something."""
+    common, nothing, skip = _skip_units()
+    return frozenset(u for u in units(content) if u not in skip and u not in extra)
+
+
+def _short_history_failure(what: str, input_tokens: int, dropped: list, unheard: list, figures: dict) -> Finding:
+    held = []
+    if dropped:
+        held.append(f"{len(dropped)} specific(s) ({', '.join(repr(x) for x in dropped[:5])})")
+    if unheard:
+        held.append(f"{len(unheard)} content words ({', '.join(repr(x) for x in unheard[:5])})")
+    figures = dict(figures, history_tokens=input_tokens, dropped_specifics=len(dropped), unshared_words=len(unheard))
+    return Finding("empty", f"information-free ({what}) over a {input_tokens}-token history that held "
+                   f"{' and '.join(held)}, none of which it carries: a reply or a tool call's preamble stored as "
+                   "the summary, not a summary; re-run compaction", figures=figures)
+
+
+def carried_forward(content: str, previous: Optional[str]) -> bool:
+    """Whether `content` is what the previous summary already said (whitespace aside): carried
+    forward, not judged against the history (staleness is stale's to say)."""
+    if not previous:
+        return False
+    mine = " ".join(content.split())
+    return bool(mine) and mine in " ".join(previous.split())
+
+
 def information_free(content: str, settings, input_tokens: Optional[int] = None, extra: frozenset = frozenset(),
-                     reasoning: Optional[Reasoning] = None) -> list:
+                     reasoning: Optional[Reasoning] = None, view=None, previous: Optional[str] = None) -> list:
     """`empty` for a summary that carries nothing once its structure is taken away (see
     information_left): a template whose every section says "none" in its own words, a sentence
     that the conversation was empty or that no task was given, a summary about summarizing, a
@@ -678,6 +790,10 @@ def information_free(content: str, settings, input_tokens: Optional[int] = None,
     shape = _shape(content)
     figures = {"content_words": len(words), "identifiers": len(idents), "template_share": round(share, 3)}
     if input_tokens is not None and input_tokens < settings.empty_info_min_input_tokens:
+        dropped, unheard = dropped_of_short_history(content, view, settings) \
+            if not carried_forward(content, previous) else ([], [])
+        if dropped or unheard:
+            return [_short_history_failure(f"{shape}{what}", input_tokens, dropped, unheard, figures)]
         return [Finding("empty_info", f"information-free ({shape}{what}) over a {input_tokens}-token history: "
                         "fine if the history held nothing more", failure=False, figures=figures)]
     size = f"{input_tokens} tokens of history" if input_tokens is not None else "a history of unknown size"
@@ -777,6 +893,10 @@ def none_of_the_history(content: str, settings, view, input_tokens: Optional[int
                "shared_with_history": found}
     shared = "none of it occurs" if not found else f"only {found} of its {n} content words occur"
     if input_tokens is not None and input_tokens < settings.empty_info_min_input_tokens:
+        if share > settings.empty_info_min_template_share:
+            dropped, unheard = dropped_of_short_history(content, view, settings)
+            if dropped or unheard:
+                return [_short_history_failure(f"{said}: {shared} in it", input_tokens, dropped, unheard, figures)]
         return [Finding("empty_info", f"carries little of its {input_tokens}-token history ({said}: {shared} in "
                         "it): fine if the history held nothing more", failure=False, figures=figures)]
     size = f"{input_tokens}-token history" if input_tokens is not None else "history"

@@ -643,6 +643,63 @@ def _special_tokens(text: str, input_text: Optional[str]) -> list:
     return out
 
 
+# --- random letters across scripts ------------------------------------------------
+
+class _ScriptTable(dict):
+    """str.translate's table from a character to one letter naming its script (the first
+    word of its Unicode name: LATIN, CYRILLIC, ARABIC, ...; Han, hiragana, katakana and their
+    marks are one, as Japanese writes them together); anything not a letter or a mark is a
+    space. Filled as characters are met: translate runs in C for every one seen before."""
+
+    def __init__(self):
+        super().__init__()
+        self.codes = {}
+
+    def __missing__(self, cp):
+        import unicodedata
+        ch = chr(cp)
+        code = " "
+        if unicodedata.category(ch)[0] in "LM":
+            name = unicodedata.name(ch, "?").split()[0]
+            if any(k in name for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")):
+                name = "CJK"
+            code = self.codes.setdefault(name, chr(0x4E00 + len(self.codes)))
+        self[cp] = code
+        return code
+
+
+_SCRIPTS = _ScriptTable()
+_SAME_RUN_RE = re.compile(r"(\S)\1*")
+
+
+def script_mixing(text: str, settings) -> list:
+    """`garbled` for letters that change script inside words, as random characters do
+    ('JЩңわまB嵩ثमご'): words are written in one script, and where two meet inside a word
+    (Chinese and Japanese around a Latin name, 'dig命令', 'xz는') they change a few times, not
+    at every other letter. ASCII text is one script: not read."""
+    if text.isascii():
+        return []
+    sample = text[:settings.garbled_script_sample_chars]
+    mapped = sample.translate(_SCRIPTS)
+    words = mapped.split()
+    pairs = len(mapped) - mapped.count(" ") - len(words)
+    if pairs < settings.garbled_script_min_pairs:
+        return []
+    switches = len(_SAME_RUN_RE.findall(mapped)) - len(words)
+    share = switches / pairs
+    if share < settings.garbled_script_min_switch_share:
+        return []
+    names = {v: "Han/kana" if k == "CJK" else k.title() for k, v in _SCRIPTS.codes.items()}
+    scripts = Counter(names.get(c, "?") for c in mapped if c != " ")
+    shown = [t for t in sample.split()[:200] if len(_SAME_RUN_RE.findall(t.translate(_SCRIPTS))) >= 3][:3]
+    like = f" (like {', '.join(repr(w[:16]) for w in shown)})" if shown else ""
+    return [Finding("garbled", f"no language: its letters change script at {share:.0%} of the {pairs} places two "
+                    f"meet inside a word, across {len(scripts)} scripts ({', '.join(k for k, _ in scripts.most_common(4))})"
+                    f"{like}: random characters, not a summary; re-run compaction, check the model and decoding",
+                    figures={"script_switch_share": round(share, 3), "letter_pairs": pairs, "scripts": len(scripts),
+                             "no_language": True})]
+
+
 def detect(content: str, settings, input_text: Optional[str] = None) -> list:
     text = content
     if len(text) < 8:
@@ -652,6 +709,9 @@ def detect(content: str, settings, input_text: Optional[str] = None) -> list:
         return [Finding("garbled", f"{len(leaked)} chat-template tokens printed as text (like {leaked[0]!r}): the "
                         "server's chat template does not match the model; fix the template and re-run compaction",
                         figures={"special_tokens": len(leaked), "entropy": seed_entropy(text)})]
+    mixed = script_mixing(text, settings)
+    if mixed:
+        return mixed
     cache = {}
     if len(text) <= _CHUNK:
         first = _measure(text, settings, input_text, cache)     # most summaries: nothing at all
@@ -791,7 +851,7 @@ def no_language(content: str, settings, view=None) -> list:
     low = 1 - upper_bound(1 - unknown / len(words), len(words), settings.ungrounded_confidence_z)
     shown = list(dict.fromkeys(w for w, o in zip(words, flags) if o))[:4]
     figures = {"nonwords": unknown, "words": len(words), "nonword_share_low": round(low, 3), "language": lang,
-               "language_probability": round(prob, 3)}
+               "language_probability": round(prob, 3), "no_language": True}
     if low >= settings.garbled_nonword_min_share and prob <= settings.garbled_nonword_max_language_probability:
         return [Finding("garbled", f"no language: {unknown} of its {len(words)} words are in no word list (like "
                         f"{', '.join(repr(w) for w in shown)}) and its letters read as no language (at best "

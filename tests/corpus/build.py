@@ -66,6 +66,14 @@ _TOOL_LINES = [
 ]
 
 
+def history_for(good: dict, rng: random.Random, scale: int = 3) -> str:
+    """The history a good summary is given as its input: the one good.yaml says it is good for
+    (`history:`, a greeting for "User greeted me; no task yet."), else a conversation made from
+    its facts (transcript_for, drawn either way so every other item stays the same)."""
+    made = transcript_for(good["content"], rng, scale)
+    return good.get("history") or made
+
+
 def transcript_for(summary: str, rng: random.Random, scale: int = 3) -> str:
     """A conversation a summary could have come from: its facts, asked and answered, with tool noise."""
     out = []
@@ -263,10 +271,10 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         size = g.get("input_tokens")
         add(id=f"good/{gid}", label="good", form="good", mechanism=g["style"], content=c, lang=lang, input_tokens=size)
         add(id=f"good/{gid}+input", label="good", form="good", mechanism=g["style"], content=c,
-            input_text=transcript_for(c, rng), lang=lang)
+            input_text=history_for(g, rng), lang=lang)
         other = rng.choice(goods)["content"]
         add(id=f"good/{gid}+previous", label="good", form="good", mechanism="has-previous", content=c,
-            previous=other if other != c else "", input_text=transcript_for(c, rng), lang=lang)
+            previous=other if other != c else "", input_text=history_for(g, rng), lang=lang)
         add(id=f"good/{gid}+footer", label="good", form="good", mechanism="expand-footer",
             content=c + "\n[Expand for details about: " + ", ".join(s[:30] for s in sentences(c)[:3]) + "]", lang=lang,
             input_tokens=size)
@@ -508,7 +516,7 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         else:
             add(id=f"stale/previous-ws-{g['id']}", label="stale", form="real", mechanism="previous-equals-after-whitespace",
                 content=c, previous="  " + re.sub(r"\s+", lambda m: rng.choice([" ", "  ", "\n", "\t "]), c) + "\n",
-                input_text=transcript_for(c, rng), lang=g["lang"])
+                input_text=history_for(g, rng), lang=g["lang"])
         if i % 3 == 0:
             other = rng.choice(goods)["content"]
             add(id=f"stale/dag-node-{g['id']}", label="stale", form="real", mechanism="dag-node-equals-earlier-node",

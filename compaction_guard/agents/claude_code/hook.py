@@ -27,15 +27,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 from ...errors import GuardError
-from . import store
 from .layout import ClaudeLayout, resolve
 
 EVENTS = ("PreCompact", "PostCompact", "UserPromptSubmit", "PostToolUse")
@@ -102,16 +99,30 @@ def handle(data: dict, env=None, settings=None) -> str:
     session = str(data.get("session_id") or "")
     transcript = data.get("transcript_path")
     layout = resolve(env)
+    if event in ("UserPromptSubmit", "PostToolUse"):
+        # the ordinary path, on every prompt and tool call: one stat() of the session's
+        # pending mark, nothing imported, no settings read, unless a warning is due
+        if not pending_mark(layout, session).exists():
+            return ""
+        return _warn_once(layout, session, event, settings or _settings(layout, env))
     settings = settings or _settings(layout, env)
     if event == "PreCompact" and isinstance(transcript, str):
+        from . import store
         history, _ = store.history_since_boundary(Path(transcript), settings.max_input_chars)
         keep = identifiers_of(history, 20)
         return f"Keep these identifiers verbatim in the summary: {', '.join(keep)}.\n" if keep else ""
     if event == "PostCompact":
         return _post_compact(layout, session, data, transcript, settings)
-    if event in ("UserPromptSubmit", "PostToolUse"):
-        return _warn_once(layout, session, event, settings)
     return ""
+
+
+_UNSAFE_RE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def pending_mark(layout: ClaudeLayout, session: str) -> Path:
+    """The file whose presence says a warning is due in this session (made by a failed
+    PostCompact, removed when the warning is given)."""
+    return layout.guard_dir / "pending" / (_UNSAFE_RE.sub("_", session)[:120] or "_")
 
 
 def identifiers_of(text: str, most: int) -> list:
@@ -130,6 +141,7 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     from ...check import check_record
     from ...records import SummaryRecord
     from ...state import StateStore, now_iso, state_path
+    from . import store
     raw = data.get("compact_summary")
     if not isinstance(raw, str):
         return ""
@@ -150,6 +162,12 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     # is counted once, by a check of the transcripts (--agent claude-code --check), not here
     with StateStore(state_path(layout), settings).update() as state:
         state["sessions"][f"{store.KIND}:{session}"] = entry
+    mark = pending_mark(layout, session)
+    if result.failures:
+        mark.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mark.touch()
+    elif mark.exists():
+        mark.unlink()           # a good compaction since: the old warning is no longer due
     return ""
 
 
@@ -163,7 +181,9 @@ def _last_request(history: str) -> str:
 
 def _warn_once(layout, session: str, event: str, settings) -> str:
     from ...state import StateStore, now_iso, state_path
+    from . import store
     where = state_path(layout)
+    pending_mark(layout, session).unlink(missing_ok=True)
     if not where.exists():
         return ""
     key = f"{store.KIND}:{session}"
@@ -193,6 +213,7 @@ def _what_was_lost(path: Path, settings) -> tuple:
     """(the reason, the identifiers dropped, the user's last request) of the transcript's last
     compaction, read from the transcript itself."""
     from ...check import check_record
+    from . import store
     recs = list(store.TranscriptSource(path).records(None))
     if not recs:
         return "", [], ""
@@ -207,13 +228,14 @@ def _what_was_lost(path: Path, settings) -> tuple:
 def command() -> str:
     """The command the hook entries run: this Python and this guard, wherever they are (from a
     source checkout, its guard.py; installed, the package)."""
-    checkout = Path(__file__).resolve().parents[1] / "guard.py"
+    import shlex
+    checkout = Path(__file__).resolve().parents[3] / "guard.py"
     if checkout.is_file():
         return f"{shlex.quote(sys.executable)} {shlex.quote(str(checkout))} {MARK}"
     return f"{shlex.quote(sys.executable)} -m compaction_guard {MARK}"
 
 
-def settings_file(layout: ClaudeLayout, project: Optional[str]) -> Path:
+def settings_file(layout: ClaudeLayout, project: str | None) -> Path:
     return (Path(project) / ".claude" / "settings.json") if project else layout.settings_path
 
 
@@ -233,7 +255,7 @@ def _ours(h) -> bool:
     return isinstance(h, dict) and MARK in str(h.get("command", ""))
 
 
-def install(layout: ClaudeLayout, project: Optional[str] = None, cmd: Optional[str] = None) -> dict:
+def install(layout: ClaudeLayout, project: str | None = None, cmd: str | None = None) -> dict:
     path = settings_file(layout, project)
     data = _read_settings(path)
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
@@ -258,7 +280,7 @@ def install(layout: ClaudeLayout, project: Optional[str] = None, cmd: Optional[s
     return {"settings": str(path), "added": added, "command": cmd, "state": str(layout.guard_dir / "state.yaml")}
 
 
-def uninstall(layout: ClaudeLayout, project: Optional[str] = None) -> dict:
+def uninstall(layout: ClaudeLayout, project: str | None = None) -> dict:
     path = settings_file(layout, project)
     data = _read_settings(path)
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}

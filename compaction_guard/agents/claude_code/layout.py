@@ -5,9 +5,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 
 def config_dir(env=None) -> Path:
@@ -19,15 +17,26 @@ def config_dir(env=None) -> Path:
     return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"
 
 
-@dataclass
 class ClaudeLayout:
-    """Where Claude Code keeps things, resolved once (the layout agents/base.py describes)."""
-    state_dir: Path                   # Claude Code's configuration directory
-    origin: str
-    notes: list = field(default_factory=list)
-    config_problem: Optional[str] = None
-    agents: tuple = ()
-    agent: str = "claude-code"
+    """Where Claude Code keeps things, resolved once (the layout agents/base.py describes). A
+    plain class: the hook imports it on every event, and dataclasses costs 15 ms to import."""
+    agent = "claude-code"
+
+    def __init__(self, state_dir: Path, origin: str, notes: list | None = None,
+                 config_problem: str | None = None, agents: tuple = ()):
+        self.state_dir = state_dir          # Claude Code's configuration directory
+        self.origin = origin
+        self.notes = [] if notes is None else notes
+        self.config_problem = config_problem
+        self.agents = agents
+
+    def __repr__(self) -> str:
+        return f"ClaudeLayout({self.state_dir!r}, {self.origin!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ClaudeLayout) and (self.state_dir, self.origin, self.notes, self.config_problem,
+                                                    self.agents) == (other.state_dir, other.origin, other.notes,
+                                                                     other.config_problem, other.agents)
 
     @property
     def projects(self) -> Path:
@@ -56,7 +65,7 @@ class ClaudeLayout:
                 "projects": str(self.projects), "state": str(self.guard_dir / "state.yaml")}
 
 
-def resolve(env=None, home: Optional[str] = None) -> ClaudeLayout:
+def resolve(env=None, home: str | None = None) -> ClaudeLayout:
     env = os.environ if env is None else env
     if home:
         return ClaudeLayout(Path(os.path.expanduser(home)), "--home")

@@ -257,5 +257,7 @@ def _record(src, d: dict, content: str, replaced: str, previous, pre, post, meta
         str(d.get("uuid") or f"line@{offset}"), content, KIND, input_text=replaced or None,
         input_tokens=None if replaced else pre, previous=previous, stale_scope=f"{KIND}:{session}",
         context_before=pre, context_after=post,
+        context_source="Claude Code's compactMetadata.preTokens/postTokens" if post is not None
+        else "Claude Code's compactMetadata.preTokens",
         meta={"session": session, "offset": offset, "timestamp": d.get("timestamp"), "trigger": meta.get("trigger"),
               "tokens_before": pre, "tokens_after": post})

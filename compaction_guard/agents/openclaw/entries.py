@@ -88,6 +88,7 @@ def compaction_record(entry: dict, session: str, source: str, between: int) -> S
         content=summary if isinstance(summary, str) else ("" if summary is None else str(summary)),
         source=source, input_tokens=before, stale_scope=f"session:{session}",
         context_before=before, context_after=after,
+        context_source="OpenClaw's tokensBefore/tokensAfter" if after is not None else "OpenClaw's tokensBefore",
         meta={"session": session, "timestamp": entry.get("timestamp"), "tokens_before": before,
               "tokens_after": after, "entries_since_previous": between, "from_hook": bool(entry.get("fromHook"))})
 
