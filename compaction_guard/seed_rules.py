@@ -30,6 +30,17 @@ def shannon_entropy(text: str) -> float:
 def detect_repetition(text: str) -> bool:
     if len(text) < REPETITION_MIN_LENGTH * REPETITION_THRESHOLD:
         return False
+    # The seed counted in a Python loop (`phrases[text[i:i + 20]] += 1`); the same count made
+    # by Counter from a generator runs in C and takes about half the time, with the same
+    # verdict on every text: the reference speed is measured against this plain fast form.
+    phrases = Counter(text[i:i + REPETITION_MIN_LENGTH] for i in range(len(text) - REPETITION_MIN_LENGTH))
+    return any(count >= REPETITION_THRESHOLD for count in phrases.values())
+
+
+def detect_repetition_literal(text: str) -> bool:
+    """The seed's loop as it was written (kept to show the fast form gives the same verdicts)."""
+    if len(text) < REPETITION_MIN_LENGTH * REPETITION_THRESHOLD:
+        return False
     phrases = Counter()
     for i in range(len(text) - REPETITION_MIN_LENGTH):
         phrases[text[i:i + REPETITION_MIN_LENGTH]] += 1

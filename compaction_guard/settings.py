@@ -285,6 +285,15 @@ class Settings:
     # up to 1,162 tokens (set grounding).
     ungrounded_specific_min_history_tokens: int = 4000
     ungrounded_specific_min_units: int = 6
+    # Names of its own and none of the history's: every one of the summary's identifiers
+    # (this many or more) occurs nowhere in the history, it keeps none of the history's key
+    # identifiers (this many or more), and at most this share of its content words occur in
+    # it (a prompt echoed with its examples: 28%). Good summaries of histories with 10 or more
+    # key identifiers in the evaluation keep some (98 of them; the lowest 0% kept, 100% of
+    # its words in the history).
+    ungrounded_other_min_identifiers: int = 2
+    ungrounded_other_min_key: int = 10
+    ungrounded_other_max_support: float = 0.5
 
     # invented_identifiers / lost_identifiers (warnings, detectors/identifiers.py): this many
     # of the summary's identifiers found nowhere in the input; an input with this many

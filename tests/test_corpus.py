@@ -44,3 +44,29 @@ def test_seed_rules_are_the_baseline_they_claim_to_be():
     n = sum(v[0] for v in res["good"].values())
     alarmed = sum(v[1] for v in res["good"].values())
     assert alarmed / n > 0.25
+
+
+def test_the_seeds_fast_count_gives_the_seeds_verdicts():
+    """The speed reference counts the seed's 20-character windows with Counter (in C); its
+    verdict is the seed's own loop's on every summary of the evaluation."""
+    from compaction_guard import seed_rules
+    texts = {it.content for it in evaluate.all_items()}
+    texts |= {"ab" * 40, "x" * 59, "x" * 60, "x" * 61, "The same clause again. " * 3}
+    differ = [t[:60] for t in texts if seed_rules.detect_repetition(t) != seed_rules.detect_repetition_literal(t)]
+    assert differ == []
+
+
+def test_the_agents_set_is_what_the_recordings_hold(tmp_path):
+    """real/agents.jsonl is written by real/collect_agents.py from the recordings kept in the
+    repository (tests/recordings/, tests/data/claude-code/): the same bytes again, and every
+    agent with good and broken summaries."""
+    import subprocess
+    real = Path(evaluate.__file__).parent / "real"
+    out = tmp_path / "agents.jsonl"
+    subprocess.run([sys.executable, str(real / "collect_agents.py"), "--out", str(out)], check=True,
+                   capture_output=True, timeout=120)
+    assert out.read_bytes() == (real / "agents.jsonl").read_bytes()
+    items = evaluate.agent_items()
+    for st in evaluate.AGENT_SETS:
+        mine = [it for it in items if it.set == st]
+        assert any(it.label == "good" for it in mine) and any(it.must_fail for it in mine), st

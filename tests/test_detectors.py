@@ -1430,3 +1430,38 @@ def test_the_byte_gate_for_runs_of_numbers_holds_wherever_the_pattern_matches():
                 ends = garbled._number_ends(text.encode("utf-8", "surrogatepass"))
                 assert gate.search(ends) and ends.count(b"0 ") >= n - 1, text
         assert hits > 20 or n == 32
+
+
+def _agent_row(row_id: str) -> dict:
+    path = Path(__file__).parent / "corpus" / "real" / "agents.jsonl"
+    return next(r for r in map(json.loads, open(path, encoding="utf-8")) if r["id"] == row_id)
+
+
+def test_a_template_whose_tags_hold_nothing_is_empty():
+    """Gemini CLI 0.61 stored its <state_snapshot> with all seven sections empty (#45): `empty`,
+    naming the tags, not `ungrounded` (its tag names are not a subject)."""
+    row = _agent_row("gemini-skeleton-auto")
+    r = validate(row["summary"], input=row["history"])
+    assert r.failures == ["empty"] and "<overall_goal>" in r.reasons["empty"], r.reasons
+    # a tag that holds a line is content
+    filled = row["summary"].replace("<overall_goal>\n", "<overall_goal>\n        Keep OPS-4411 in mind.\n", 1)
+    assert "empty" not in validate(filled, input=row["history"]).failures
+
+
+def test_a_summary_naming_its_own_things_and_none_of_the_history_s_is_ungrounded():
+    """Gemini CLI stored its own compression prompt, examples and all, as the summary (#45):
+    its 3 identifiers are the prompt's, it keeps none of the history's 32, and 28% of its words
+    occur in the history: `ungrounded`. The good summary of the same history is valid."""
+    row = _agent_row("gemini-echo-auto")
+    r = validate(row["summary"], input=row["history"])
+    assert r.failures == ["ungrounded"], r.reasons
+    assert "src/auth.ts" in r.reasons["ungrounded"] and "none of the history's 32" in r.reasons["ungrounded"]
+    good = _agent_row("gemini-good-long-auto")
+    assert validate(good["summary"], input=good["history"]).valid
+    # prose that keeps none of the history's identifiers but is made of its words is not
+    # about something else (at most a lost_identifiers warning)
+    prose = ("The user shared an incident log about failing Cloud Storage writes for the service account and "
+             "asked to keep the deploy ticket and the release branch in mind; the retry constant lives in the "
+             "deploy retry module.")
+    r = validate(prose, input=row["history"])
+    assert "ungrounded" not in r.failures, r.reasons

@@ -154,7 +154,8 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                         findings = [f for f in findings if f.kind != "empty_info"] + nothing
                 yield "grounding"
                 sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
-                findings += grounding.detect(content, settings, view, mine, same, measures, sview, background)
+                measured = measures if measures is not None else {}
+                findings += grounding.detect(content, settings, view, mine, same, measured, sview, background)
                 if same and not any(f.failure for f in findings):
                     # a few words, none of them the history's (grounding judges longer text)
                     findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
@@ -163,7 +164,10 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                     findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens,
                                                            previous)
                 yield "identifiers"
-                findings += identifiers.detect(content, settings, input_text, view, measures, sview)
+                findings += identifiers.detect(content, settings, input_text, view, measured, sview)
+                if same and not any(f.failure for f in findings):
+                    # names of its own, none of the history's
+                    findings += grounding.names_other_things(findings, measured.get("grounding"), settings)
                 findings += transcript.detect(content, settings, input_text)
     named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")] \
         if findings else None

@@ -191,6 +191,31 @@ def _headings_only(text: str) -> bool:
     return len({_DIGITS_RUN_RE.sub("0", ln) for ln in lines}) == len(lines)
 
 
+# A tag on a line of its own, opening or closing (`<overall_goal>`, `</overall_goal>`)
+_TAG_LINE_RE = re.compile(r"^\s*<(/?)([^\W\d][\w.-]{0,60})>\s*$")
+
+
+def _tags_only(text: str) -> list:
+    """The names of the tags of a summary that is an XML template with nothing inside its
+    tags (Gemini CLI's `<state_snapshot>` with its seven sections empty): every line a lone
+    tag, a heading or a label, at least one tag opened and closed; else []."""
+    if len(text) > 3000 or not text.startswith("<"):
+        return []
+    names, closed = [], False
+    for ln in text.splitlines():
+        core = ln.strip()
+        if not core:
+            continue
+        m = _TAG_LINE_RE.match(core)
+        if m:
+            closed |= bool(m.group(1))
+            if not m.group(1):
+                names.append(m.group(2))
+        elif not (_may_be_label(core) and _LABEL_LINE_RE.match(core)):
+            return []
+    return names if closed else []
+
+
 # A skeleton's body line is one of SKELETON_BODY_RE's words, at most this long (the regex
 # parser's own reading of the longest), once a list mark and the full stop are taken away:
 # the pattern is tried only on such lines
@@ -361,6 +386,12 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
     if _headings_only(stripped):
         findings.append(Finding("empty", f"headings with nothing under them ({stripped[:60]!r}): the summary was cut "
                                 "off before any content, re-run compaction with a larger max_tokens"))
+        return findings
+    tags = _tags_only(stripped)
+    if tags:
+        shown = ", ".join(f"<{t}>" for t in tags[:4]) + (f" and {len(tags) - 4} more" if len(tags) > 4 else "")
+        findings.append(Finding("empty", f"only the template's tags, with nothing inside them ({shown}): the "
+                                "summarizer filled in nothing, re-run compaction"))
         return findings
     if _is_skeleton(stripped):
         if input_tokens is not None and input_tokens < settings.skeleton_min_input_tokens:

@@ -670,6 +670,13 @@ class _ScriptTable(dict):
 
 _SCRIPTS = _ScriptTable()
 _SAME_RUN_RE = re.compile(r"(\S)\1*")
+# A character that may be a letter of a script other than Latin: anything outside the
+# Latin blocks (ASCII, Latin-1, Extended A/B, Extended Additional), general punctuation and symbols
+# (U+2000-2BFF), CJK punctuation, fullwidth punctuation, variation selectors and emoji. Half
+# of the non-ASCII summaries (European languages, English with typographic quotes or
+# emoji) have none, and are passed over at the speed of one search.
+_BEYOND_LATIN_RE = re.compile("[^\x00-\u024f\u1e00-\u1eff\u2000-\u2bff\u3000-\u303f\ufe00-\ufe0f"
+                              "\uff00-\uff0f\U0001F000-\U0001FFFF]")
 
 
 def script_mixing(text: str, settings) -> list:
@@ -680,6 +687,8 @@ def script_mixing(text: str, settings) -> list:
     if text.isascii():
         return []
     sample = text[:settings.garbled_script_sample_chars]
+    if not _BEYOND_LATIN_RE.search(sample):     # its letters are all Latin: one script
+        return []
     mapped = sample.translate(_SCRIPTS)
     words = mapped.split()
     pairs = len(mapped) - mapped.count(" ") - len(words)

@@ -230,6 +230,30 @@ def detect(content: str, settings, view: Optional[InputView], mine, same_languag
                     "something else; re-run compaction", figures=figures)]
 
 
+def names_other_things(findings: list, share: Optional[float], settings) -> list:
+    """`ungrounded` for a summary that names things of its own and none of its history's:
+    every one of its identifiers (ungrounded_other_min_identifiers or more) occurs nowhere in
+    the history, it keeps none of the history's key identifiers (ungrounded_other_min_key or
+    more), and at most ungrounded_other_max_support of its content words occur there. The
+    summary of another conversation, or a prompt stored with its examples (Gemini CLI's own
+    compression prompt, `src/auth.ts` and `/home/user/project/src`, over a history of
+    tickets and files). `findings`: identifiers.detect's, which measured both."""
+    invented = next((f for f in findings if f.kind == "invented_identifiers"), None)
+    lost = next((f for f in findings if f.kind == "lost_identifiers"), None)
+    if invented is None or lost is None or share is None or share > settings.ungrounded_other_max_support:
+        return []
+    mine, own = invented.figures["identifiers"], invented.figures.get("invented_count", 0)
+    key = lost.figures["key_identifiers"]
+    if own < mine or mine < settings.ungrounded_other_min_identifiers or lost.figures["retention"] > 0 \
+            or key < settings.ungrounded_other_min_key:
+        return []
+    return [Finding("ungrounded", f"none of the summary's {mine} identifiers occurs in the history (like "
+                    f"{', '.join(repr(i) for i in invented.figures['invented'][:3])}), it keeps none of the history's "
+                    f"{key} ({', '.join(repr(d) for d in lost.figures['dropped'][:3])}, ...), and {share:.0%} of its "
+                    "content words occur there: it is about something else; re-run compaction",
+                    figures={"identifiers": mine, "key_identifiers": key, "support": round(share, 3)})]
+
+
 def nothing_specific(content: str, settings, view: InputView, mine, summary_view: InputView,
                      input_tokens: Optional[int] = None, previous: Optional[str] = None) -> list:
     """A long history (ungrounded_specific_min_history_tokens or more, the summary in its

@@ -244,7 +244,8 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
             and len(invented) >= settings.identifiers_fail_invented_share * len(mine)
         out.append(Finding("invented_identifiers", f"{len(invented)} of the summary's {len(mine)} identifiers occur "
                            f"nowhere in the history: {shown}" + ("; re-run compaction" if fail else ""), failure=fail,
-                           figures={"invented": invented[:20], "identifiers": len(mine)}))
+                           figures={"invented": invented[:20], "invented_count": len(invented),
+                                    "identifiers": len(mine)}))
     weights = _weights(view)
     if measures is not None:
         measures["key_identifiers"] = len(weights)

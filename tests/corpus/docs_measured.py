@@ -17,10 +17,19 @@ ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "docs" / "measured.md"
 README = ROOT / "README.md"
 SPEED = ROOT / "benchmarks" / "results" / "detectors.json"
+HOOK_SPEED = ROOT / "benchmarks" / "results" / "hook.json"
 BEGIN, END = "<!-- figures: written by tests/corpus/evaluate.py --write-docs -->", "<!-- /figures -->"
 
 # What each set is (words, not figures): where its texts come from, how they are labelled.
 ABOUT = {
+    "claude-code": "what Claude Code 2.1.328 stored when it compacted, run headless against a scripted model: "
+                   "its transcripts' summaries with the history each replaced and its preTokens/postTokens",
+    "codex": "what Codex CLI 0.171.0 stored (its rollouts' `compacted` lines, automatic, manual and before a "
+             "turn), with its token_count events before and after",
+    "gemini-cli": "what Gemini CLI 0.61.0 stored (its chat files' compressions, automatic and `/compress`), "
+                  "with its own count before",
+    "opencode": "what opencode 1.18.33 stored (its database's summary messages, automatic and manual, empty "
+                "ones included), with its own count before",
     "model": "outputs of a real small model (SmolLM2-135M) run as a summarizer on real histories, labelled by "
              "rules fixed before the detectors saw them",
     "openclaw": "the same model given new histories and the prompts OpenClaw and Claude Code compact with, made "
@@ -114,6 +123,15 @@ def measured_page(ev, res: dict, seed: dict, counts: dict, sp: Optional[dict] = 
                     continue         # nothing to say: no positives, no false alarm
                 sc = seed["cells"].get((st, lang, kind)) or {"neg": 0, "fa": 0, "pos": 0, "hit": 0}
                 out.append(f"| {lang} | `{kind}` | {_fa(c)} | {_rc(c)} | {_fa(sc)} | {_rc(sc)} |")
+        broken = sorted((label, r) for (s, label), r in (res.get("must_fail") or {}).items() if s == st)
+        if broken:
+            out += ["", "Each broken summary it stored must raise a failure (any kind):", "",
+                    "| what it stored | summaries | raised a failure | kinds reported | original rules |",
+                    "|---|---|---|---|---|"]
+            for label, r in broken:
+                kinds = ", ".join(f"`{k}` {v}" for k, v in sorted(r[3].items(), key=lambda kv: (-kv[1], kv[0])))
+                sr = (seed.get("must_fail") or {}).get((st, label)) or [r[0], 0]
+                out.append(f"| {label} | {r[0]} | {r[1]} ({_pct(r[1], r[0])}) | {kinds} | {sr[1]} ({_pct(sr[1], r[0])}) |")
         out.append("")
     out += ['<a id="information-free"></a>', "", "## Information-free summaries", "",
             "Summaries that carry nothing: each must raise a failure (any kind). Held at "
@@ -157,7 +175,9 @@ def speed_section(sp: Optional[dict]) -> list:
         return []
     out = ['<a id="speed"></a>', "", "## Speed", "",
            f"Recorded by `{sp['command']}` on {sp['measured_on']} ({sp['cpus']} cores): {sp['what']}. "
-           "Target: at most half the original rules' time on both files.", "",
+           "The original rules are timed in their plain fast form (the 20-character windows counted by "
+           "`Counter` from a generator, in C; the seed's own Python loop took about twice as long). "
+           "Target: no more than the original rules' time on both files.", "",
            "| file | guard, one core | original rules, one core | guard / rules | with the inputs (fidelity "
            "checks too): one core, as it runs |", "|---|---|---|---|---|"]
     mixes = sp.get("mixes", [])
@@ -177,6 +197,17 @@ def speed_section(sp: Optional[dict]) -> list:
                 out.append(f"| {what} | " + " | ".join(f"{m['detectors_seconds'].get(key, 0.0):.2f} s"
                                                        for m in timed) + " |")
     out.append("")
+    hook = json.loads(HOOK_SPEED.read_text(encoding="utf-8")) if HOOK_SPEED.exists() else None
+    if hook:
+        out += ['<a id="hook-speed"></a>', "", "### The hook's ordinary path", "",
+                f"Recorded by `{hook['command']}` on {hook['measured_on']} ({hook['cpus']} cores, Python "
+                f"{hook['python']}): {hook['runs']} whole-process runs of each row, interleaved, started as the agent "
+                "starts the hook (this Python, guard.py, the event's JSON on stdin) with a state and nothing pending. "
+                f"Target: the hook's median at most {hook['target_times_bare']:g} times a bare start's.", "",
+                "| run | median | p90 | × bare start |", "|---|---|---|---|"]
+        for name, r in hook["rows"].items():
+            out.append(f"| {name} | {r['median_ms']:.1f} ms | {r['p90_ms']:.1f} ms | ×{r['times_bare']:.2f} |")
+        out.append("")
     return out
 
 
@@ -220,6 +251,19 @@ def headline(ev, res: dict, seed: dict, sp: Optional[dict] = None) -> str:
     rows.append(f"| [the same models' {n} good outputs](docs/measured.md#{_anchor('gemma')}): false alarms (any kind) "
                 f"| {a} ({_pct(a, n)}{which}) "
                 f"| {sa} ({_pct(sa, sn)}) |")
+    agents = [st for st in ev.AGENT_SETS if _good(res, st)[0] or ev.agents_caught(res, st)[0]]
+    if agents:
+        n, a, sn, sa = good(agents)
+        kinds = sorted({k for s in agents for k in res["alarm_kinds"].get(s, {})})
+        which = f", all {' and '.join(f'`{k}`' for k in kinds)}" if a and len(kinds) <= 2 else ""
+        rows.append(f"| [{n} good summaries four real agents stored](docs/measured.md#{_anchor(agents[0])}) (Claude "
+                    f"Code, Codex, Gemini CLI, opencode): false alarms | {a} ({_pct(a, n)}{which}) | {sa} ({_pct(sa, sn)}) |")
+        bad = [ev.agents_caught(res, st) for st in agents]
+        sbad = [ev.agents_caught(seed, st) for st in agents]
+        n, f, sf = sum(b[0] for b in bad), sum(b[1] for b in bad), sum(b[1] for b in sbad)
+        rows.append(f"| [{n} broken ones they stored](docs/measured.md#{_anchor(agents[0])}) (loops, tool-call "
+                    f"preambles, echoed prompts, skeletons, another language, empty): caught | {f} ({_pct(f, n)}) "
+                    f"| {sf} ({_pct(sf, n)}) |")
     for st, what in (("published-empty", "information-free summaries people published"),
                      ("generated-empty", "information-free summaries the real OpenClaw and local models wrote")):
         got = [r for (s, _l), r in (res.get("info_free") or {}).items() if s == st]

@@ -9,6 +9,12 @@
     python3 tests/corpus/evaluate.py --check-docs  # exit 1 when they differ from this evaluation (CI)
 
 Sets, real data first (nobody on the project wrote their texts):
+- claude-code, codex, gemini-cli, opencode: what each real agent stored when it compacted,
+          run headless against a scripted model (real/agents.jsonl from the recordings in
+          tests/recordings/ and tests/data/claude-code/, real/collect_agents.py): good
+          summaries, loops, preambles, echoed prompts, skeletons, another language, empty
+          ones, with the history each replaced and the agent's own counts; every good one
+          valid, every broken one a failure;
 - model:  outputs of a real small model (SmolLM2-135M via xllamacpp) run as a
           summarizer (real/generate_model.py), labelled per kind by measured rules
           fixed before the detectors saw them (real/label_model.py);
@@ -132,6 +138,11 @@ class Item:
     previous: Optional[str] = None
     context: list = field(default_factory=list)
     form: str = ""                           # hand-written corpus: seed / real / good
+    context_before: Optional[int] = None     # the agent's own counts of its context (agents' sets)
+    context_after: Optional[int] = None
+    context_source: str = ""
+    label: str = ""                          # agents' sets: what the agent stored (good, preamble, loop, cut-off, ...)
+    must_fail: bool = False                  # agents' sets: a broken summary, whatever kind names it
 
 
 # Two texts about the same thing, whatever the guard measures: one source file (two excerpts
@@ -471,18 +482,63 @@ def info_free_recall(res: dict, st: str) -> tuple:
     return sum(v[0] for v in rows), sum(v[1] for v in rows)
 
 
+# What four real agents stored when they compacted, each agent a set (real/agents.jsonl).
+AGENT_SETS = ("claude-code", "codex", "gemini-cli", "opencode")
+# the kind a label is, where one kind names it (the others: any failure, see agent_items)
+AGENT_LABEL_KINDS = {"loop": "repetition", "language": "language_drift", "empty": "empty", "whitespace": "empty",
+                     "preamble": "empty", "skeleton": "empty", "cut-off": "cut_off"}
+
+
+def agent_items() -> list:
+    """What Claude Code 2.1.328, Codex CLI 0.171.0, Gemini CLI 0.61.0 and opencode 1.18.33 really
+    stored when they compacted (real/agents.jsonl, written by real/collect_agents.py from the
+    recordings in tests/recordings/ and tests/data/claude-code/): each summary the agent kept,
+    with the history it replaced and the agent's own counts of its context, as a check of its
+    store sees it. Labelled by the case each run scripted and checked against the stored text
+    (collect_agents.py): a good summary must raise no failure; every other one must raise one
+    (`must_fail`), of the kind its label names where one does (a loop `repetition`, another
+    language `language_drift`, empty, whitespace, a tool-call preamble or an unfilled skeleton
+    `empty`); an echoed prompt, or the acknowledgement Codex keeps when its compaction answer was
+    empty (`other`), any failure; a summary cut off mid-sentence is held to its `cut_off` warning,
+    neither good nor a failure. Compactions the agent dropped (nothing stored) are the hooks'
+    concern, not a summary: left out."""
+    path = REAL / "agents.jsonl"
+    items = []
+    for r in map(json.loads, open(path, encoding="utf-8")) if path.exists() else ():
+        if not r["stored"]:
+            continue
+        label = r["label"]
+        truth = {k: None for k in KINDS}
+        if label == "good":
+            truth = {k: False for k in KINDS}
+        elif label in AGENT_LABEL_KINDS:
+            truth[AGENT_LABEL_KINDS[label]] = True
+        st = "gemini-cli" if r["agent"] == "gemini" else r["agent"]
+        items.append(Item(r["id"], st, r["lang"], r["summary"], truth, input_text=r["history"] or None,
+                          previous=r.get("previous"), context_before=r.get("context_before"),
+                          context_after=r.get("context_after"), context_source=r.get("counts_source") or "",
+                          label=label, must_fail=label not in ("good", "cut-off")))
+    return items
+
+
+def agents_caught(res: dict, st: str) -> tuple:
+    """(broken summaries, those that raised a failure, the missed ids) of an agent's set."""
+    rows = [v for (s, _label), v in res.get("must_fail", {}).items() if s == st]
+    return sum(v[0] for v in rows), sum(v[1] for v in rows), [i for v in rows for i in v[2]]
+
+
 # held to TARGET_EMPTY_RECALL (CI fails below it); the others are printed as not yet held
 EMPTY_HELD = ("published-empty", "generated-empty", "generated-empty-2")
 EMPTY_SETS = ("published-empty", "generated-empty", "generated-empty/tokens", "generated-empty-2",
               "generated-empty-2/tokens")
 TARGET_EMPTY_RECALL = 0.95
-SETS = ("model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
+SETS = AGENT_SETS + ("model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
         "adversarial", "fresh") + EMPTY_SETS
 
 
 def all_items() -> list:
     models = model_items()
-    return models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
+    return agent_items() + models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
         + human_items() + docs_items() + pair_items() + grounding_items() + hand_items() + empty_items()
 
 
@@ -503,7 +559,9 @@ def guard_verdict(item: Item, settings=DEFAULT, background=None) -> tuple:
     for i, earlier in enumerate(item.context):
         tracker.detect(SummaryRecord(f"ctx{i}", earlier, stale_scope="dag"))
     rec = SummaryRecord(item.id, item.content, "corpus", input_text=item.input_text, input_tokens=item.input_tokens,
-                        previous=item.previous, stale_scope="dag" if item.context else None)
+                        previous=item.previous, stale_scope="dag" if item.context else None,
+                        context_before=item.context_before, context_after=item.context_after,
+                        context_source=item.context_source)
     res = check_record(rec, settings, tracker, background=background)
     kinds = set(res.failures)
     reasons = dict(res.reasons)
@@ -535,9 +593,18 @@ def evaluate(items: list, verdict) -> dict:
     hand_real = [0, 0, []]
     noted = defaultdict(lambda: [0, 0, 0, 0, []])     # [(set, kind)]: items, with it, good, good with it, ids
     info_free = defaultdict(lambda: [0, 0, defaultdict(int), []])  # [(set, lang)]: items, failed, {kind: n}, missed ids
+    must_fail = defaultdict(lambda: [0, 0, [], defaultdict(int)])   # [(set, label)]: items, failed, missed ids, {kind: n}
     for it in items:
         got, why = verdict(it)
         reasons[(it.set, it.id)] = why
+        if it.must_fail:
+            row = must_fail[(it.set, it.label)]
+            failed = sorted(k for k in got if k not in WARNING_KINDS)
+            row[0] += 1
+            row[1] += int(bool(failed))
+            row[3]["+".join(failed) or "none"] += 1
+            if not failed:
+                row[2].append(it.id)
         if it.set in EMPTY_SETS:
             row = info_free[(it.set, it.lang)]
             failed = sorted(k for k in got if k not in WARNING_KINDS)
@@ -546,7 +613,7 @@ def evaluate(items: list, verdict) -> dict:
             row[2][failed[0] if len(failed) == 1 else "+".join(failed) if failed else "none"] += 1
             if not failed:
                 row[3].append(it.id)
-        is_good = not any(v for k, v in it.truth.items() if k not in WARNING_KINDS)
+        is_good = it.label in ("", "good") and not any(v for k, v in it.truth.items() if k not in WARNING_KINDS)
         for kind in NOTED_KINDS if it.input_text else ():      # each is judged against the history
             n = noted[(it.set, kind)]
             n[0] += 1
@@ -558,7 +625,7 @@ def evaluate(items: list, verdict) -> dict:
         # a good item: no failure it has; a false alarm there: a failure of a kind it is
         # labelled free of (a kind left unlabelled, as ambiguous, is not counted)
         failures = {k for k in got if k not in WARNING_KINDS and it.truth.get(k) is False}
-        if not any(v for k, v in it.truth.items() if k not in WARNING_KINDS):
+        if it.label in ("", "good") and not any(v for k, v in it.truth.items() if k not in WARNING_KINDS):
             g = good[(it.set, it.lang)]
             g[0] += 1
             if failures:
@@ -587,7 +654,7 @@ def evaluate(items: list, verdict) -> dict:
                     c["fa"] += 1
                     c["fa_ids"].append(it.id)
     return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons, "noted": noted,
-            "info_free": info_free, "alarm_kinds": alarm_kinds}
+            "info_free": info_free, "alarm_kinds": alarm_kinds, "must_fail": must_fail}
 
 
 def info_free_report(res: dict) -> str:
@@ -609,6 +676,25 @@ def info_free_report(res: dict) -> str:
         for lang, r in per.items():
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[2].items(), key=lambda kv: -kv[1]))
             lines.append(f"  {st:<26}{lang:<6}{f'{r[1]}/{r[0]} {r[1] / r[0]:.0%}':>12}   {kinds}  {_ids(r[3], 3)}")
+    return "\n".join(lines)
+
+
+def agents_report(res: dict) -> str:
+    """The agents' sets: per agent, good summaries failed, and each kind of broken one caught."""
+    if not any(s in AGENT_SETS for (s, _l) in res.get("must_fail", {})) and \
+            not any(s in AGENT_SETS for (s, _l) in res["good"]):
+        return ""
+    lines = ["\nwhat real agents stored: every good summary valid, every broken one a failure (any kind)",
+             f"  {'agent':<13}{'good failed':>12}  {'label':<11}{'caught':>9}   kinds reported"]
+    for st in AGENT_SETS:
+        gn = sum(v[0] for (s, _l), v in res["good"].items() if s == st)
+        ga = sum(v[1] for (s, _l), v in res["good"].items() if s == st)
+        ids = [i for (s, _l), v in res["good"].items() if s == st for i in v[2]]
+        lines.append(f"  {st:<13}{f'{ga}/{gn}':>12}  {'':<11}{'':>9}   {_ids(ids, 3)}")
+        for (s, label), r in sorted(res.get("must_fail", {}).items()):
+            if s == st:
+                kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[3].items(), key=lambda kv: -kv[1]))
+                lines.append(f"  {'':<13}{'':>12}  {label:<11}{f'{r[1]}/{r[0]}':>9}   {kinds}  {_ids(r[2], 3)}")
     return "\n".join(lines)
 
 
@@ -721,6 +807,10 @@ def targets_missed(res: dict) -> list:
         n, failed = info_free_recall(res, st)
         if n and failed / n < TARGET_EMPTY_RECALL and st in EMPTY_HELD:
             problems.append(f"{st}: {failed}/{n} raised a failure, below {TARGET_EMPTY_RECALL:.0%}")
+    for st in AGENT_SETS:        # every broken summary a real agent stored is caught
+        n, failed, missed = agents_caught(res, st)
+        if failed < n:
+            problems.append(f"{st}: {n - failed} of {n} broken summaries raised no failure ({_ids(missed, 3)})")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
@@ -754,6 +844,7 @@ def main(argv=None) -> int:
         print("items: " + ", ".join(f"{s} {counts[s]}" for s in SETS if counts[s]))
         print(report(res, "compaction-resilience-guard (default settings): real data first, then the hand-written corpus",
                      sets=tuple(x for x in SETS if x not in EMPTY_SETS)))
+        print(agents_report(res))
         print(info_free_report(res))
     if not args.json:
         for (st, kind), (n, with_it, n_good, good_with, ids) in sorted(res["noted"].items()):
