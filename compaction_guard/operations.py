@@ -458,10 +458,20 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
     total = sum(usage.values())
     stored = state["stored_summaries"]
     stored_total = sum(stored.values())
+    # compactions an agent's hook judged failed since the last check (a dropped one
+    # included): the alarm does not wait for the next check
+    since = sorted(({"session": k, "failures": v.get("failures", []), "at": v.get("at")}
+                    for k, v in state["sessions"].items()
+                    if v.get("failures") and str(v.get("at") or "") > str(state["last_check_at"] or "")),
+                   key=lambda x: str(x["at"]), reverse=True)
+    verdict = last["status"] if last else "NEVER_CHECKED"
+    if since and verdict in ("HEALTHY", "NO_STORE", "NEVER_CHECKED"):
+        verdict = "DEGRADED"
     return {
         "state_file": str(state_path(home)),
         "last_check_at": state["last_check_at"],
-        "status": last["status"] if last else "NEVER_CHECKED",
+        "status": verdict,
+        "failed_since_check": since[:20],
         "layout": (last or {}).get("layout") or home.describe(),
         "nothing_found": (last or {}).get("nothing_found"),
         "summaries_checked": last["summaries_checked"] if last else 0,

@@ -396,6 +396,8 @@ def status_text(st: dict) -> str:
         f"  {st.get('layout') or ''}",
         *([f"  {st['nothing_found']}"] if st.get("nothing_found") else []),
         line2,
+        *[f"  Since then, a hook: {x['session']} {', '.join(x['failures'])} at {x['at']}"
+          for x in st.get("failed_since_check") or []],
         f"  Stored: {sum(st['stored_summaries'].values())} summaries, {st['stored_summaries']['by_fallback']} by a "
         f"fallback ({st['fallback_share']:.0%})",
         f"  Chain: {total} runs | L1 {usage['l1_normal']} · L2 {usage['l2_aggressive']} · "

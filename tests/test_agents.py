@@ -14,12 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "openclaw-home"
 CC_DATA = ROOT / "tests" / "data" / "claude-code"
+CODEX_DATA = ROOT / "tests" / "recordings" / "codex" / "data"
 PKG = ROOT / "compaction_guard"
 
 
-def machine(tmp_path, openclaw=True, claude=True) -> Path:
-    """A user's home holding what OpenClaw (the demo's DAG state: good and broken summaries) and
-    Claude Code (two real transcripts: a good compaction and a loop) wrote."""
+def machine(tmp_path, openclaw=True, claude=True, codex=True) -> Path:
+    """A user's home holding what OpenClaw (the demo's DAG state: good and broken summaries),
+    Claude Code (two real transcripts: a good compaction and a loop) and Codex (two real
+    rollouts: a good compaction and a loop) wrote."""
     home = tmp_path / "user"
     home.mkdir()
     if openclaw:
@@ -29,11 +31,17 @@ def machine(tmp_path, openclaw=True, claude=True) -> Path:
         proj.mkdir(parents=True)
         for case in ("good", "loop"):
             shutil.copy(CC_DATA / f"{case}.jsonl", proj / f"{case}.jsonl")
+    if codex:
+        day = home / ".codex" / "sessions" / "2026" / "12" / "05"
+        day.mkdir(parents=True)
+        for case in ("good-auto", "loop-auto"):
+            thread = json.loads((CODEX_DATA / f"{case}.jsonl").open().readline())["payload"]["id"]
+            shutil.copy(CODEX_DATA / f"{case}.jsonl", day / f"rollout-2026-12-05T14-25-58-{thread}.jsonl")
     return home
 
 
 def guard(home: Path, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "GUARD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "CODEX_", "GUARD_"))}
     env["HOME"] = str(home)
     return subprocess.run([sys.executable, str(ROOT / "guard.py"), *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -44,19 +52,21 @@ def test_a_plain_check_checks_every_agent_on_the_machine(tmp_path):
     p = guard(home, "--check")
     assert p.returncode == 1, p.stderr            # failures found in both agents' stores
     first = [ln for ln in p.stdout.splitlines() if ln.startswith("Checking ")]
-    assert len(first) == 2
+    assert len(first) == 3
     assert "OpenClaw state directory" in first[0] and "memory-dag-compactor" in first[0]
     assert "Claude Code configuration directory" in first[1] and "claude-code" in first[1]
-    assert "openclaw: DEGRADED" in p.stdout and "claude-code: DEGRADED" in p.stdout
+    assert f"Codex home {home / '.codex'}" in first[2] and "codex" in first[2]
+    assert "openclaw: DEGRADED" in p.stdout and "claude-code: DEGRADED" in p.stdout and "codex: DEGRADED" in p.stdout
     doc = json.loads(guard(home, "--check", "--all", "--format", "json").stdout)
-    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code"]
+    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex"]
     assert all(a["summaries_checked"] > 0 and a["failures_found"] > 0 for a in doc["agents"])
     assert doc["summaries_checked"] == sum(a["summaries_checked"] for a in doc["agents"])
     sources = {r["source"] for r in doc["results"]}
-    assert {"memory-dag-compactor", "claude-code"} <= sources
+    assert {"memory-dag-compactor", "claude-code", "codex"} <= sources
     # each agent's verdicts are kept in its own state
     assert (home / ".openclaw" / "skill-state" / "compaction-resilience-guard" / "state.yaml").is_file()
     assert (home / ".claude" / "compaction-guard" / "state.yaml").is_file()
+    assert (home / ".codex" / "compaction-guard" / "state.yaml").is_file()
 
 
 def test_agent_narrows_to_one_and_home_alone_names_openclaws_directory(tmp_path):
@@ -110,15 +120,15 @@ def test_status_and_report_cover_every_agent_with_a_state(tmp_path):
     home = machine(tmp_path)
     guard(home, "--check")
     st = json.loads(guard(home, "--status", "--format", "json").stdout)
-    assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == ["openclaw", "claude-code"]
+    assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == ["openclaw", "claude-code", "codex"]
     text = guard(home, "--status").stdout
-    assert text.count("Compaction Resilience Guard — DEGRADED") == 2
+    assert text.count("Compaction Resilience Guard — DEGRADED") == 3
     rep = json.loads(guard(home, "--report", "--format", "json").stdout)
-    assert [r["agent"] for r in rep["agents"]] == ["openclaw", "claude-code"]
+    assert [r["agent"] for r in rep["agents"]] == ["openclaw", "claude-code", "codex"]
     prom = guard(home, "--report", "--format", "prometheus").stdout
     fams = {f.name: f for f in text_string_to_metric_families(prom)}
     agents = {s.labels["agent"] for s in fams["compaction_guard_healthy"].samples}
-    assert agents == {"openclaw", "claude-code"}
+    assert agents == {"openclaw", "claude-code", "codex"}
     html = tmp_path / "r.html"
     assert guard(home, "--report", "--html", html).returncode == 0
     page = html.read_text(encoding="utf-8")
@@ -141,7 +151,7 @@ def test_check_file_is_recorded_in_the_state_of_the_agent_whose_store_it_is(tmp_
 def test_install_and_hook_name_the_agent(tmp_path):
     home = machine(tmp_path)
     p = guard(home, "install", "nobody")
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "openclaw, claude-code" in p.stderr
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "openclaw, claude-code, codex" in p.stderr
     p = guard(home, "install")
     assert p.returncode == 2 and "install NAME" in p.stderr
     p = guard(home, "install", "claude-code", "--format", "json")

@@ -1,0 +1,220 @@
+"""The guard behind Codex: its hook, and installing the hook.
+
+Codex keeps everything under its home (`$CODEX_HOME`, else `~/.codex`, layout.py): rollouts
+under `sessions/` (store.py), hooks in `hooks.json`. The guard keeps its state for Codex in
+`<home>/compaction-guard/state.yaml` (`--agent codex --status` / `--report` read it).
+
+`compaction-guard hook codex` is one command for every hook event, reading the hook's JSON on
+stdin (`session_id`, `turn_id`, `transcript_path`, `hook_event_name`, `trigger`, ...; Codex
+gives no hook the summary: it is the rollout's newest `compacted` line):
+- PreCompact: leaves a mark for the session (the turn, the trigger, how many compactions the
+  rollout held);
+- PostCompact: checks the rollout's newest compaction against the conversation it replaced
+  and Codex's own counts, with the same detectors as every store, and records the verdict for
+  the session; a failed one leaves a warning due;
+- SessionStart, UserPromptSubmit: a PreCompact mark still there (no PostCompact followed) is a
+  compaction Codex dropped: after a turn, when its model answered nothing or the call failed,
+  Codex keeps the history, prints one WARN line and exits 0; it is counted as an `empty`
+  failure. Then, after a failed compaction, once, `additionalContext` (the reason, the
+  identifiers the summary dropped, the user's last request), which Codex puts before the
+  model as a developer message (SessionStart with source `compact` comes right after the
+  summary). With no mark, the whole of the path is two stat() calls.
+Whatever happens inside, it exits 0 and prints nothing it should not: it never breaks Codex.
+
+Codex runs a hook only once the user trusted it (`/hooks` in the TUI; `codex exec
+--dangerously-bypass-hook-trust` runs untrusted ones).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import hookkit
+from .layout import CodexLayout, resolve
+
+EVENTS = ("PreCompact", "PostCompact", "SessionStart", "UserPromptSubmit")
+MARK = "hook codex"                 # how the guard's own entries are known in hooks.json
+HOOK_TIMEOUT = 30                   # seconds Codex gives the command (hooks.json `timeout`)
+BUDGET = 20.0                       # the command's own limit, under Codex's
+WARN_EVENTS = ("SessionStart", "UserPromptSubmit")
+
+
+def hook_main(stdin=None, stdout=None, env=None, settings=None) -> int:
+    """One hook call. Always 0; the answer, if any, on stdout."""
+    return hookkit.run(lambda data: handle(data, env, settings), BUDGET, lambda line: _log_problem(env, line),
+                       stdin, stdout)
+
+
+def _log_problem(env, line: str) -> None:
+    try:
+        hookkit.log_problem(resolve(env).guard_dir, line)
+    except Exception:                 # noqa: BLE001
+        pass
+
+
+def _settings(layout: CodexLayout, env=None):
+    return hookkit.load_settings(layout, env, lambda line: _log_problem(env, line))
+
+
+def pending_mark(layout: CodexLayout, session: str) -> Path:
+    """Present while a warning is due in this session (a failed PostCompact made it)."""
+    return hookkit.mark(layout.guard_dir, "pending", session)
+
+
+def compacting_mark(layout: CodexLayout, session: str) -> Path:
+    """Present from PreCompact until its PostCompact: still there later, the compaction was
+    dropped."""
+    return hookkit.mark(layout.guard_dir, "compacting", session)
+
+
+def handle(data: dict, env=None, settings=None) -> str:
+    event = data.get("hook_event_name")
+    session = str(data.get("session_id") or "")
+    layout = resolve(env)
+    if event in WARN_EVENTS:
+        # the ordinary path, on every prompt and session start: two stat() calls
+        compacting, pending = compacting_mark(layout, session), pending_mark(layout, session)
+        if not compacting.exists() and not pending.exists():
+            return ""
+        settings = settings or _settings(layout, env)
+        if compacting.exists():
+            _dropped(layout, session, compacting, settings)
+        if not pending.exists():
+            return ""
+        return _warn_once(layout, session, event, settings)
+    if event == "PreCompact":
+        transcript = data.get("transcript_path")
+        held = _compactions_in(Path(transcript)) if isinstance(transcript, str) else None
+        hookkit.set_mark(compacting_mark(layout, session), True, json.dumps(
+            {"turn_id": data.get("turn_id"), "trigger": data.get("trigger"), "transcript": transcript,
+             "compactions": held, "at": _now()}))
+        return ""
+    if event == "PostCompact":
+        compacting_mark(layout, session).unlink(missing_ok=True)
+        return _post_compact(layout, session, data, settings or _settings(layout, env))
+    return ""
+
+
+def _now() -> str:
+    from ...state import now_iso
+    return now_iso()
+
+
+def _compactions_in(path: Path):
+    """How many `compacted` lines a rollout holds now (None when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if b'"type":"compacted"' in line[:120].replace(b" ", b""))
+    except OSError:
+        return None
+
+
+def _post_compact(layout, session: str, data: dict, settings) -> str:
+    from ...check import check_record
+    from ...state import StateStore, now_iso, state_path
+    from . import store
+    transcript = data.get("transcript_path")
+    if not isinstance(transcript, str) or not Path(transcript).is_file():
+        return ""
+    src = store.RolloutSource(Path(transcript))
+    src.input_chars = settings.max_input_chars
+    last = None
+    for last in src.records(None):
+        pass
+    if last is None:
+        return ""
+    result = check_record(last, settings)
+    # ids and figures only: the reason and what was lost are read again from the rollout
+    # when the warning is given, never kept in the state
+    entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "trigger": data.get("trigger"),
+             "transcript": transcript}
+    if result.failures:
+        entry["pending"] = True
+    # the session's verdict; the stored summary itself is counted once, by a check of the
+    # rollouts (--agent codex --check), not here
+    with StateStore(state_path(layout), settings).update() as state:
+        state["sessions"][f"{store.KIND}:{session}"] = entry
+    hookkit.set_mark(pending_mark(layout, session), bool(result.failures))
+    return ""
+
+
+def _dropped(layout, session: str, mark: Path, settings) -> None:
+    """A PreCompact with no PostCompact after it: if the rollout holds no new compaction, Codex
+    dropped it. Counted as an `empty` failure (no summary was stored: the stored-summary
+    counts do not move), once: the mark goes."""
+    from ...state import StateStore, apply_counts, now_iso, state_path
+    from . import store
+    try:
+        info = json.loads(mark.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        info = {}
+    mark.unlink(missing_ok=True)
+    info = info if isinstance(info, dict) else {}
+    transcript = info.get("transcript")
+    before = info.get("compactions")
+    now_held = _compactions_in(Path(transcript)) if isinstance(transcript, str) else None
+    if isinstance(before, int) and isinstance(now_held, int) and now_held > before:
+        return                  # stored after all (its PostCompact did not run): a check reads it
+    when = now_iso()
+    turn = info.get("turn_id") if isinstance(info.get("turn_id"), str) else "?"
+    with StateStore(state_path(layout), settings).update() as state:
+        apply_counts(state, {"day": when[:10], "stored": {}, "failures": [[store.KIND, "empty", 1]],
+                             "entries": [{"summary_id": f"dropped@{turn}", "failure_type": "empty", "level_used": None,
+                                          "input_tokens": None, "output_tokens": None, "detected_at": when,
+                                          "source": store.KIND}]})
+        state["sessions"][f"{store.KIND}:{session}"] = {
+            "id": f"dropped@{turn}", "failures": ["empty"], "at": when, "trigger": info.get("trigger"),
+            "transcript": transcript if isinstance(transcript, str) else None, "dropped": True}
+
+
+def _warn_once(layout, session: str, event: str, settings) -> str:
+    from ...state import StateStore, now_iso, state_path
+    from . import store
+    where = state_path(layout)
+    pending_mark(layout, session).unlink(missing_ok=True)
+    if not where.exists():
+        return ""
+    with StateStore(where, settings).update() as state:
+        entry = state["sessions"].get(f"{store.KIND}:{session}")
+        if not isinstance(entry, dict) or not entry.get("pending"):
+            return ""
+        entry["pending"] = False
+        entry["warned_at"] = now_iso()
+    reason, lost, ask = "", [], ""
+    transcript = entry.get("transcript")
+    if isinstance(transcript, str) and Path(transcript).is_file():
+        reason, lost, ask = _what_was_lost(Path(transcript), settings)
+    text = hookkit.warning_text(entry.get("failures") or [], reason, lost, ask, transcript)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+
+def _what_was_lost(path: Path, settings) -> tuple:
+    """(the reason, the identifiers dropped, the user's last request) of the rollout's newest
+    compaction, read from the rollout itself."""
+    from ...check import check_record
+    from . import store
+    last = None
+    for last in store.RolloutSource(path).records(None):
+        pass
+    if last is None:
+        return "", [], ""
+    result = check_record(last, settings)
+    history = last.input_text or ""
+    lost = [i for i in hookkit.identifiers_of(history, 40) if i not in last.content][:12]
+    return next(iter(result.reasons.values()), "")[:400], lost, hookkit.last_request(history)
+
+
+# ------------------------------------------------------------------ install
+def command() -> str:
+    return hookkit.command(MARK)
+
+
+def install(layout: CodexLayout, cmd: str | None = None) -> dict:
+    cmd = cmd or command()
+    added = hookkit.add_entries(layout.hooks_path, EVENTS, cmd, MARK, HOOK_TIMEOUT, matcher=False)
+    return {"hooks": str(layout.hooks_path), "added": added, "command": cmd,
+            "state": str(layout.guard_dir / "state.yaml")}
+
+
+def uninstall(layout: CodexLayout) -> dict:
+    return {"hooks": str(layout.hooks_path), "removed": hookkit.remove_entries(layout.hooks_path, MARK)}
