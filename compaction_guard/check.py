@@ -249,6 +249,8 @@ class CheckReport:
     agents: list = field(default_factory=list)             # a check of several agents: what each one's found
     sources_found: list = field(default_factory=list)      # the stores found, before they are read
     nothing_found: Optional[str] = None   # no store at all: where it looked and what to set
+    # compactions the agent dropped (no summary stored), seen by its hook since the last check
+    dropped: list = field(default_factory=list)
 
     def absorb(self, other: "CheckReport") -> None:
         """Add one agent's check to this report of several (check_machine)."""
@@ -258,6 +260,7 @@ class CheckReport:
         self.notes += other.notes
         self.errors += other.errors
         self.session_warnings += other.session_warnings
+        self.dropped += other.dropped
         self.checked += other.checked
         self.failing += other.failing
         self.fallback += other.fallback
@@ -294,7 +297,7 @@ class CheckReport:
     def status(self) -> str:
         """HEALTHY only when something was seen: NO_STORE when no store was found, ERROR when
         the stores found could not be read and nothing was checked."""
-        if self.failing:
+        if self.failing or self.dropped:
             return "DEGRADED"
         if self.nothing_found:
             return "NO_STORE"
@@ -308,7 +311,7 @@ class CheckReport:
                 "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback,
                 "layout": self.layout, "paths": self.paths, "agents": self.agents, "nothing_found": self.nothing_found,
                 "sources": self.sources, "notes": self.notes,
-                "session_warnings": self.session_warnings, "errors": self.errors}
+                "session_warnings": self.session_warnings, "dropped": self.dropped, "errors": self.errors}
 
     def to_dict(self) -> dict:
         return {**self.header(), "results": [r.to_dict() for r in self.results]}

@@ -271,7 +271,7 @@ def _check(args, pairs, settings_of) -> int:
     if rep.nothing_found:
         print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
         return 2
-    return 2 if rep.errors else (1 if rep.failures_found else 0)
+    return 2 if rep.errors else (1 if rep.failures_found or getattr(rep, "dropped", None) else 0)
 
 
 def main(argv=None) -> int:

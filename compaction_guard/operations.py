@@ -186,6 +186,12 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
         if on_progress:
             on_progress(report.checked, report.checked, "done")
         if file is None:
+            # compactions the agent's hook saw dropped since the last check: the store holds
+            # nothing of them, so they are the hook's to report
+            report.dropped = [{"session": k, "id": v.get("id"), "at": v.get("at")}
+                              for k, v in before.get("sessions", {}).items()
+                              if isinstance(v, dict) and v.get("dropped")
+                              and str(v.get("at") or "") > str(before.get("last_check_at") or "")]
             verdicts = {**before.get("sessions", {}), **last_by_session}
             usages = agents.of_layout(home).usages(home, sources, report.notes)
             report.session_warnings = context_pressure(usages, verdicts, settings)

@@ -117,6 +117,9 @@ class TextCheckStream:
             out.append(f"  note: {n}")
         for w in getattr(report, "session_warnings", []):
             out.append(f"  WARNING context_pressure: {w['reason']}")
+        for d in getattr(report, "dropped", []):
+            out.append(f"  FAILURE dropped compaction: {d['session']} at {d['at']}: the agent stored no summary "
+                       "(its hook saw the compaction start and none end)")
         for e in report.errors:
             out.append(f"  error: {e}")
         if report.by_kind:

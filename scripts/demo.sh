@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up, then check a demo home holding what two agents wrote (OpenClaw's stores and two real
-# Claude Code transcripts, good and broken summaries), run the chain, and report. The demo home
+# Set up, then check a demo home holding what three agents wrote (OpenClaw's stores, two real Claude Code
+# transcripts and two real Codex rollouts, good and broken summaries), run the chain, and report. The demo home
 # is a temporary folder standing in for the user's home: the repository is never written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,13 @@ cp tests/data/openclaw-live/openclaw-agent.sqlite "$home/agents/main/agent/"
 # + two transcripts the real Claude Code 2.1.328 wrote (tests/data/claude-code: a good compaction, a loop)
 mkdir -p "$user/.claude/projects/-work"
 cp tests/data/claude-code/good.jsonl tests/data/claude-code/loop.jsonl "$user/.claude/projects/-work/"
-unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR
+# + two rollouts the real Codex CLI 0.171.0 wrote (tests/recordings/codex/data: a good compaction, a preamble)
+mkdir -p "$user/.codex/sessions/2026/12/05"
+for case in good-auto preamble-auto; do
+  thread=$(.venv/bin/python -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["payload"]["id"])' "tests/recordings/codex/data/$case.jsonl")
+  cp "tests/recordings/codex/data/$case.jsonl" "$user/.codex/sessions/2026/12/05/rollout-2026-12-05T14-25-58-$thread.jsonl"
+done
+unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR CODEX_HOME
 export HOME="$user"
 echo "== compaction-guard --check   (HOME=$user: every agent found there)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"

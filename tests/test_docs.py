@@ -74,8 +74,8 @@ def test_the_readme_is_short_and_starts_with_what_it_is():
     assert len(text) < 12_000, len(text)
     heads = [t.content for i, t in enumerate(tokens(ROOT / "README.md")) if i and tokens(ROOT / "README.md")[i - 1].type
              == "heading_open"]
-    order = ["Try it", "Behind OpenClaw in three steps", "Behind Claude Code in three steps", "What it detects",
-             "Measured"]
+    order = ["Try it", "Behind OpenClaw in three steps", "Behind Claude Code in three steps",
+             "Behind Codex in three steps", "What it detects", "Measured"]
     assert [h for h in heads if h in order] == order, heads
 
 
@@ -137,12 +137,17 @@ def sandbox(tmp_path):
     claude = tmp_path / "claude"
     (claude / "projects" / "p").mkdir(parents=True)
     shutil.copy(next((ROOT / "tests" / "data" / "claude-code").rglob("*.jsonl")), claude / "projects" / "p")
+    codex = tmp_path / "codex"
+    (codex / "sessions" / "2026" / "12" / "05").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "recordings" / "codex" / "data" / "good-auto.jsonl",
+                codex / "sessions" / "2026" / "12" / "05" / "rollout-2026-12-05T14-25-58-good.jsonl")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "compaction-guard").write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'guard.py'} \"$@\"\n")
     (bin_dir / "compaction-guard").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAUDE", "GUARD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAUDE", "CODEX", "GUARD_"))}
     env.update(PATH=f"{bin_dir}:/usr/bin:/bin", OPENCLAW_STATE_DIR=str(home), CLAUDE_CONFIG_DIR=str(claude),
+               CODEX_HOME=str(codex),
                HOME=str(tmp_path), OPENAI_API_KEY="sk-test-not-a-key")
     return env, home, claude
 
@@ -188,6 +193,7 @@ def test_every_command_in_the_readme_names_something_that_exists_and_the_safe_on
     # what the OpenClaw and Claude Code steps did, in the sandbox only
     assert (home / "hooks" / "compaction-resilience-guard" / "handler.js").exists()
     assert "hook claude-code" in (claude / "settings.json").read_text()
+    assert "hook codex" in (home.parent / "codex" / "hooks.json").read_text()
     assert (claude / "compaction-guard" / "state.yaml").exists()
 
 

@@ -828,10 +828,24 @@ def information_free(content: str, settings, input_tokens: Optional[int] = None,
         return [Finding("empty_info", f"information-free ({shape}{what}) over a {input_tokens}-token history: "
                         "fine if the history held nothing more", failure=False, figures=figures)]
     size = f"{input_tokens} tokens of history" if input_tokens is not None else "a history of unknown size"
+    held = _held_identifiers(content, view)
+    held = f"; the history held {', '.join(repr(i) for i in held)}, ..." if held else ""
     return [Finding("empty", f"information-free: once its headings, labels, negations and the words compactors "
                     f"write themselves are taken away, it {what} ({shape}{len(words)} content words, {len(idents)} "
-                    f"identifiers) over {size}; the summarizer was given no conversation or wrote about the request "
-                    "instead of it, re-run compaction", figures=figures)]
+                    f"identifiers) over {size}{held}; the summarizer was given no conversation or wrote about the "
+                    "request instead of it, re-run compaction", figures=figures)]
+
+
+def _held_identifiers(content: str, view, most: int = 5) -> list:
+    """The history's identifiers a summary does not carry, most used first (for a reason: read
+    only when a failure is reported)."""
+    if view is None:
+        return []
+    from .identifiers import scan
+    flat = "".join(content.lower().split())
+    found = view.identifiers(scan)
+    ranked = sorted(found, key=lambda i: -found[i][1])
+    return [i for i in ranked if not _kept(i, flat)][:most]
 
 
 _NEST_RE = re.compile(r"^(\s*)(?:[-*+]\s+)?([^\n]{3,60}?:)\s*$", re.M)
