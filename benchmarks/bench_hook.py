@@ -6,7 +6,8 @@
     python3 benchmarks/bench_hook.py --record    # write benchmarks/results/hook.json (docs/reliability.md's row)
 
 Claude Code runs `compaction-guard hook claude-code` on every prompt and every tool call
-(UserPromptSubmit, PostToolUse); almost always there is nothing to say. Each row is a whole
+(UserPromptSubmit, PostToolUse), Codex `hook codex` on every prompt and session start;
+almost always there is nothing to say. Each row is a whole
 process, started the way the agent starts it (this Python, guard.py, the event's JSON on
 stdin), in a throwaway configuration directory that holds a state (a check ran before) and
 no pending warning. Side by side, in the same run and interleaved so the host's load falls
@@ -58,7 +59,10 @@ def main() -> int:
         # a state as a check leaves it: the hook must not read it on the ordinary path
         (cfg / "compaction-guard" / "state.yaml").write_text(json.dumps(
             {"sessions": {f"claude-code:s{i}": {"id": f"postcompact@{i}", "failures": []} for i in range(200)}}))
-        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg), HOME=tmp)
+        codex = Path(tmp) / "codex"
+        (codex / "compaction-guard").mkdir(parents=True)
+        (codex / "compaction-guard" / "state.yaml").write_text((cfg / "compaction-guard" / "state.yaml").read_text())
+        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg), CODEX_HOME=str(codex), HOME=tmp)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         transcript = str(Path(tmp) / "t.jsonl")
         rows = {
@@ -72,6 +76,11 @@ def main() -> int:
                 [py, guard, "hook", "claude-code"],
                 json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s1",
                             "transcript_path": transcript, "prompt": "go on"}).encode()),
+            "hook codex, UserPromptSubmit": (
+                [py, guard, "hook", "codex"],
+                json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s1", "turn_id": "t1",
+                            "transcript_path": transcript, "cwd": tmp, "model": "gpt-5.5",
+                            "prompt": "go on"}).encode()),
             "the command line imported (what each event cost before)": (
                 [py, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import compaction_guard.cli"], b""),
         }

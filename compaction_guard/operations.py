@@ -188,7 +188,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
         if file is None:
             # compactions the agent's hook saw dropped since the last check: the store holds
             # nothing of them, so they are the hook's to report
-            report.dropped = [{"session": k, "id": v.get("id"), "at": v.get("at")}
+            report.dropped = [{"session": k, "id": v.get("id"), "at": v.get("at"),
+                               "compaction_output_tokens": v.get("compaction_output_tokens")}
                               for k, v in before.get("sessions", {}).items()
                               if isinstance(v, dict) and v.get("dropped")
                               and str(v.get("at") or "") > str(before.get("last_check_at") or "")]

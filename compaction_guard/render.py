@@ -118,8 +118,11 @@ class TextCheckStream:
         for w in getattr(report, "session_warnings", []):
             out.append(f"  WARNING context_pressure: {w['reason']}")
         for d in getattr(report, "dropped", []):
+            n = d.get("compaction_output_tokens")
+            said = (f"its compaction call answered {n} output token(s)" if isinstance(n, int)
+                    else "no answer to its compaction call was recorded")
             out.append(f"  FAILURE dropped compaction: {d['session']} at {d['at']}: the agent stored no summary "
-                       "(its hook saw the compaction start and none end)")
+                       f"({said}; its hook saw the compaction start and none end)")
         for e in report.errors:
             out.append(f"  error: {e}")
         if report.by_kind:

@@ -1,6 +1,6 @@
 """One live run of the real Codex CLI behind the guard, for tests/test_codex_live.py.
 
-    unshare -n python3 tests/codex_live_run.py CASE OUTDIR
+    unshare -n python3 tests/codex_live_run.py CASE OUTDIR [MODE]
 
 Inside a network namespace with only loopback (Codex tries github.com at start): brings `lo` up,
 starts the scripted Responses server (tests/recordings/codex/scripted_server.py) whose compaction
@@ -8,7 +8,12 @@ answer is CASE's summary, writes Codex's config (automatic compaction after a tu
 100,000-token window), installs the guard's hooks with `compaction-guard install codex`, and runs
 four `codex exec` turns (the third reports 90,000 input tokens, so Codex compacts after it; the
 fourth is the turn after the compaction). The hooks run as `codex exec
---dangerously-bypass-hook-trust` runs them. Writes OUTDIR/run.json: the thread, each turn's exit
+--dangerously-bypass-hook-trust` runs them. MODE `preturn`: no post-turn threshold, the third turn
+reports 99,000 (over the window), so the fourth `codex exec ... resume` compacts before its turn,
+in the same process. MODE `manual`: the hooks trusted as Codex stores trust (`hooks/list` through
+`codex app-server`, then `[hooks.state."<key>"] trusted_hash` in config.toml, what `/hooks` does),
+three turns, a compaction asked for through `codex app-server` (`thread/compact/start`), then the
+fourth turn, all without the bypass flag. Writes OUTDIR/run.json: the thread, each turn's exit
 status, the requests' kinds, and the first request after the compaction (its input items' text).
 """
 from __future__ import annotations
@@ -23,6 +28,7 @@ REC = ROOT / "tests" / "recordings" / "codex"
 sys.path.insert(0, str(REC))
 
 from codex_real import binary, env_for, run, write_config  # noqa: E402
+from record import manual_compact, trust_hooks  # noqa: E402
 from scripted_server import ScriptedResponses  # noqa: E402
 
 SUMMARIES = {
@@ -45,6 +51,7 @@ TURNS = (FIRST, "Noted the log? Reply OK.",
 
 def main() -> int:
     case, out = sys.argv[1], Path(sys.argv[2])
+    mode = sys.argv[3] if len(sys.argv) > 3 else "auto"
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     b = binary()
     if b is None:
@@ -56,18 +63,28 @@ def main() -> int:
     with ScriptedResponses([SUMMARIES[case]], input_tokens=0, compaction_input_tokens=0) as srv:
         env = env_for(home, srv.url)
         codex_home = Path(env["CODEX_HOME"])
-        write_config(codex_home, srv.url, model="gpt-5.5", context_window=100000, threshold_percent=80)
+        if mode == "auto":
+            write_config(codex_home, srv.url, model="gpt-5.5", context_window=100000, threshold_percent=80)
+        elif mode == "preturn":
+            write_config(codex_home, srv.url, model="gpt-5.5", context_window=100000)
+        else:
+            write_config(codex_home, srv.url, model="gpt-5.5")
         inst = subprocess.run([sys.executable, str(ROOT / "guard.py"), "install", "codex", "--format", "json"],
                               env=env, capture_output=True, text=True, timeout=60)
         info["install"] = {"rc": inst.returncode, "stdout": inst.stdout, "stderr": inst.stderr}
+        bypass = mode != "manual"
+        if not bypass:
+            info["trusted"] = trust_hooks(b, work, env, codex_home)
         thread = None
         after_from = None
         for i, prompt in enumerate(TURNS):
-            if i == 2:
-                srv.input_tokens = 90000
+            if i == 2 and mode != "manual":
+                srv.input_tokens = 90000 if mode == "auto" else 99000
             if i == 3:
+                if mode == "manual":
+                    info["manual"] = {k: v for k, v in manual_compact(b, work, env, thread).items() if k != "stderr"}
                 after_from = len(srv.requests)
-            r = run(b, work, env, prompt, resume=thread, timeout=120)
+            r = run(b, work, env, prompt, resume=thread, bypass_hook_trust=bypass, timeout=120)
             srv.input_tokens = 0
             thread = thread or r["thread_id"]
             info["turns"].append({"rc": r["rc"], "stderr_tail": r["stderr"][-800:]})
@@ -75,6 +92,9 @@ def main() -> int:
     info["thread"] = thread
     info["kinds"] = [r["kind"] for r in requests]
     after = [r for r in requests[after_from or 0:] if r["kind"] == "turn"]
+    if mode == "preturn":       # the turn after the compaction is in the same process, after it
+        comp = max(i for i, r in enumerate(requests) if r["kind"] == "compaction")
+        after = [r for r in requests[comp:] if r["kind"] == "turn"]
     if after:
         items = (after[0].get("body") or {}).get("input") or []
         info["after_input"] = [{"role": it.get("role"), "text": "\n".join(

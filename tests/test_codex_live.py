@@ -1,7 +1,8 @@
 """Behind the real Codex CLI (issue #46): the pinned binary (tests/recordings/codex/setup_codex.sh),
 headless, inside a network namespace with only loopback, against the scripted Responses server on
 127.0.0.1; the guard's hooks installed by its own command; real automatic compactions (after a
-turn, at 80% of the window); what Codex's next request to the model carried; the guard's check
+turn at 80% of the window, and before a turn over the window), a manual one (`codex app-server`,
+`thread/compact/start`, the hooks trusted as Codex keeps trust); what Codex's next request to the model carried; the guard's check
 of the rollouts Codex wrote (tests/codex_live_run.py runs each case)."""
 import json
 import os
@@ -20,7 +21,7 @@ from codex_real import binary  # noqa: E402
 GUARD_LINE = "compaction-resilience-guard: the last compaction of this session failed its check"
 
 
-def _live(case: str, tmp_path: Path) -> tuple:
+def _live(case: str, tmp_path: Path, mode: str = "auto") -> tuple:
     if binary() is None:
         msg = "the pinned Codex is not installed: run tests/recordings/codex/setup_codex.sh (scripts/test.sh does)"
         if os.environ.get("GUARD_REQUIRE_CODEX") == "1":
@@ -31,9 +32,9 @@ def _live(case: str, tmp_path: Path) -> tuple:
         if os.environ.get("GUARD_REQUIRE_CODEX") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
-    out = tmp_path / case
+    out = tmp_path / f"{case}-{mode}"
     out.mkdir()
-    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "codex_live_run.py"), case, str(out)],
+    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "codex_live_run.py"), case, str(out), mode],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
@@ -98,5 +99,22 @@ def test_a_compaction_codex_dropped_is_a_failure_the_check_reports(tmp_path):
     assert st["status"] == "DEGRADED" and st["failed_since_check"][0]["failures"] == ["empty"]
     p = guard(env, "--agent", "codex", "--check")
     assert p.returncode == 1 and "dropped compaction" in p.stdout and "Status: DEGRADED" in p.stdout, p.stdout
+    assert "its compaction call answered 1 output token(s)" in p.stdout       # Codex's own count of the answer
     rep = json.loads(guard(env, "--agent", "codex", "--report", "--format", "json").stdout)
     assert rep["failures_total"] == 1 and rep["recent_failures"][0]["summary_id"].startswith("dropped@")
+
+
+@pytest.mark.parametrize("mode", ["manual", "preturn"])
+def test_a_preamble_from_a_manual_or_pre_turn_compaction_is_caught_and_told(tmp_path, mode):
+    """A compaction asked for through `codex app-server` (its hooks trusted, no bypass flag), and
+    one Codex runs before a turn (the warning reaches the model in the same process, through
+    SessionStart with source `compact`)."""
+    run, home, env = _live("preamble", tmp_path, mode)
+    if mode == "manual":
+        assert {"preCompact", "postCompact"} <= {h["eventName"] for h in run["manual"]["hook_runs"]}
+    texts = [(x["role"], x["text"]) for x in run["after_input"]]
+    summary_at = next(i for i, (_r, t) in enumerate(texts) if "Let me read the notes file first." in t)
+    warned = [i for i, (r, t) in enumerate(texts) if GUARD_LINE in t]
+    assert len(warned) == 1 and warned[0] > summary_at and texts[warned[0]][0] == "developer", texts
+    p = guard(env, "--agent", "codex", "--check", "--format", "json")
+    assert p.returncode == 1 and json.loads(p.stdout)["failures_by_kind"] == {"empty": 1}, p.stdout[-1500:]

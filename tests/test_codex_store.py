@@ -137,6 +137,7 @@ def test_a_precompact_with_no_compaction_after_it_is_a_dropped_compaction(tmp_pa
     assert run_hook(home, start) == ""           # nothing was lost from the history: the operator is told, not the model
     p = guard(home, "--agent", "codex", "--check")
     assert p.returncode == 1 and f"dropped compaction: codex:{session}" in p.stdout
+    assert "its compaction call answered 1 output token(s)" in p.stdout
     rep = json.loads(guard(home, "--agent", "codex", "--report", "--format", "json").stdout)
     assert rep["failures_total"] == 1 and rep["stored_summaries"]["by_model"] == 0
     assert run_hook(home, start) == ""           # counted once

@@ -157,6 +157,7 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
         return                  # stored after all (its PostCompact did not run): a check reads it
     when = now_iso()
     turn = info.get("turn_id") if isinstance(info.get("turn_id"), str) else "?"
+    answered = _compaction_answer(Path(transcript), turn) if isinstance(transcript, str) else None
     with StateStore(state_path(layout), settings).update() as state:
         apply_counts(state, {"day": when[:10], "stored": {}, "failures": [[store.KIND, "empty", 1]],
                              "entries": [{"summary_id": f"dropped@{turn}", "failure_type": "empty", "level_used": None,
@@ -164,7 +165,35 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
                                           "source": store.KIND}]})
         state["sessions"][f"{store.KIND}:{session}"] = {
             "id": f"dropped@{turn}", "failures": ["empty"], "at": when, "trigger": info.get("trigger"),
-            "transcript": transcript if isinstance(transcript, str) else None, "dropped": True}
+            "transcript": transcript if isinstance(transcript, str) else None, "dropped": True,
+            "compaction_output_tokens": answered}
+
+
+def _compaction_answer(path: Path, turn: str):
+    """Codex's own count of what its compaction call for `turn` answered: the output tokens of
+    the turn's last `token_usage_record` when no conversation item follows it (the call that
+    came after the turn's reply); None when Codex recorded no such call (it failed)."""
+    last, since = None, False
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if turn.encode() not in raw:
+                    continue
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                p = d.get("payload") if isinstance(d, dict) else None
+                if not isinstance(p, dict):
+                    continue
+                if d.get("type") == "token_usage_record" and p.get("turn_id") == turn:
+                    usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+                    last, since = usage.get("output_tokens"), False
+                elif d.get("type") == "response_item":
+                    since = True
+    except OSError:
+        return None
+    return last if isinstance(last, int) and not since else None
 
 
 def _warn_once(layout, session: str, event: str, settings) -> str:
