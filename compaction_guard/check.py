@@ -39,7 +39,8 @@ def _content(record: SummaryRecord) -> str:
 def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, background=None) -> tuple:
     previous = record.previous if isinstance(record.previous, str) else None
     return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3,
-            background, previous, (record.context_before, record.context_after, record.context_source), record.contract)
+            background, previous, (record.context_before, record.context_after, record.context_source,
+                                                    record.answer), record.contract)
 
 
 def _prepare(job) -> tuple:

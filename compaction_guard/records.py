@@ -26,6 +26,9 @@ class SummaryRecord:
                    fraction of what the agent said its context held did not grow it, whatever
                    the visible text's length (detectors/inflation.py)
     context_source: which numbers those are, for the reasons ("Claude Code's preTokens/postTokens")
+    answer:        what the compaction model itself answered, when the agent keeps that apart from
+                   what it stored (Codex records its compaction call's output item): a blank
+                   answer under stored text means the agent put something else in its place
     contract:      what the request demanded of the answer (contract.Contract: sections, a
                    <summary> block, what an audit checks), when the summary is an answer to a
                    known request (the proxy, the chain); None for a stored summary
@@ -45,6 +48,7 @@ class SummaryRecord:
     context_before: Optional[int] = None
     context_after: Optional[int] = None
     context_source: str = ""
+    answer: Optional[str] = None
     contract: Optional[object] = None
     new: bool = True
     key: Optional[str] = None

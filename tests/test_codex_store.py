@@ -169,3 +169,19 @@ def test_install_keeps_the_users_hooks_and_uninstall_takes_only_the_guards(tmp_p
     (home / "hooks.json").write_text("{not json")
     p = guard(home, "install", "codex")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "hooks.json" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_reply_codex_stored_over_a_blank_answer_fails_whatever_it_says():
+    """Asked for (or before a turn), Codex stores the thread's last reply when its compaction
+    model answered nothing, and keeps the blank answer apart (`compaction_output`): the record's
+    `answer`. Stored text over a blank answer is `empty`, however good the text looks."""
+    for case in ("empty-manual", "whitespace-preturn"):
+        (rec,) = records(case)
+        assert rec.answer is not None and not rec.answer.strip()
+        r = check_record(rec, DEFAULT)
+        assert r.failures == ["empty"] and "answered nothing" in r.reasons["empty"]
+    (good,) = records("good-manual")
+    assert good.answer == good.content and check_record(good, DEFAULT).valid
+    from dataclasses import replace
+    long_reply = replace(good, answer="")           # a long, good-looking reply in place of a blank answer
+    assert check_record(long_reply, DEFAULT).failures == ["empty"]

@@ -89,6 +89,10 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
     whose = context[2] if len(context) > 2 else ""
     head = inflation.context(before, after, settings, whose) if before and after is not None \
         else inflation.against_before(output_tokens, before, settings, whose) if before else []
+    # what the compaction model answered, where the agent kept it apart from what it stored
+    answer = context[3] if len(context) > 3 else None
+    if isinstance(answer, str) and not answer.strip() and content.strip():
+        head = head + [empty.answered_nothing(content)]
     # the input's figures, measured on first use and shared by every check below
     view = overlap.InputView(input_text) if input_text else None
     extra = _request_words(required)

@@ -953,3 +953,13 @@ def none_of_the_history(content: str, settings, view, input_tokens: Optional[int
                         figures=figures)]
     return [Finding("ungrounded", f"none of its few content words ({said}) occurs in the {size} it stands for: it is "
                     "about something else; re-run compaction", figures=figures)]
+
+
+def answered_nothing(content: str) -> Finding:
+    """`empty` for stored text over a blank answer: the agent kept the compaction model's own
+    answer apart from what it stored (SummaryRecord.answer), the answer was blank, and the agent
+    stored something else in its place (Codex 0.171 stores the thread's last reply)."""
+    first = " ".join(content.split())[:60]
+    return Finding("empty", f"the compaction model answered nothing (the agent kept its blank answer) and the agent "
+                   f"stored other text in its place ({first!r}): not a summary of the history, re-run compaction",
+                   figures={"answer_blank": True})

@@ -21,7 +21,8 @@ line that is not JSON, or a last line still being written, is skipped. Nothing i
 Observed in Codex 0.171.0 (tests/recordings/codex/FINDINGS.md): an empty compaction answer is
 dropped after a turn (no line at all: only the hook can see it), and stored before a turn or
 when asked for (`thread/compact/start`) as the thread's last assistant reply, the empty answer
-kept just before it as a `response_item` marked `compaction_output`.
+kept just before it as a `response_item` marked `compaction_output`: that answer is the record's
+`answer`, and a blank one under the stored reply is an `empty` failure whatever the reply says.
 """
 from __future__ import annotations
 
@@ -156,8 +157,13 @@ class _Window:
         self.parts = []
         self.calls = []           # (response id or None, last_token_usage.total_tokens)
         self.response = None      # the response id of the last token_usage_record seen
+        self.answer = None        # the compaction call's own output item, when Codex recorded it
 
     def read(self, d: dict) -> None:
+        if d.get("type") == "response_item" and isinstance(d.get("metadata"), dict) \
+                and d["metadata"].get("compaction_output") and isinstance(d.get("payload"), dict):
+            self.answer = _text(d["payload"].get("content"))
+            return
         t = item_text(d)
         if t:
             self.parts.append(t)
@@ -247,7 +253,7 @@ class RolloutSource(Source):
                     rid = usage.get("response_id") if isinstance(usage, dict) else None
                     if start >= offset:
                         pending = (d, p, content, keep_tail(current.parts, self.input_chars), previous,
-                                   current.before(rid), start)
+                                   current.before(rid), start, current.answer)
                     previous = content
                     current = _Window()
                     self._window = start
@@ -260,8 +266,9 @@ class RolloutSource(Source):
             self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
 
     def _finish(self, pending, after):
-        d, p, content, replaced, previous, before, start = pending
+        d, p, content, replaced, previous, before, start, answer = pending
         rec = _record(self, d, p, content, replaced, previous, before, after, start)
+        rec.answer = answer
         self.records_read += 1
         self._seen.append((rec.id, content_key(rec.content)))
         return rec
