@@ -15,13 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo" / "openclaw-home"
 CC_DATA = ROOT / "tests" / "data" / "claude-code"
 CODEX_DATA = ROOT / "tests" / "recordings" / "codex" / "data"
+GEMINI_DATA = ROOT / "tests" / "recordings" / "gemini" / "data"
 PKG = ROOT / "compaction_guard"
 
 
-def machine(tmp_path, openclaw=True, claude=True, codex=True) -> Path:
+def machine(tmp_path, openclaw=True, claude=True, codex=True, gemini=True) -> Path:
     """A user's home holding what OpenClaw (the demo's DAG state: good and broken summaries),
-    Claude Code (two real transcripts: a good compaction and a loop) and Codex (two real
-    rollouts: a good compaction and a loop) wrote."""
+    Claude Code (two real transcripts: a good compaction and a loop), Codex (two real rollouts)
+    and Gemini CLI (two real chat sessions), each a good compaction and a loop, wrote."""
     home = tmp_path / "user"
     home.mkdir()
     if openclaw:
@@ -37,11 +38,16 @@ def machine(tmp_path, openclaw=True, claude=True, codex=True) -> Path:
         for case in ("good-auto", "loop-auto"):
             thread = json.loads((CODEX_DATA / f"{case}.jsonl").open().readline())["payload"]["id"]
             shutil.copy(CODEX_DATA / f"{case}.jsonl", day / f"rollout-2026-12-05T14-25-58-{thread}.jsonl")
+    if gemini:
+        chats = home / ".gemini" / "tmp" / "work" / "chats"
+        chats.mkdir(parents=True)
+        for case in ("good-long", "loop"):
+            shutil.copy(GEMINI_DATA / f"session-{case}.jsonl", chats / f"session-2026-12-05T15-04-{case}.jsonl")
     return home
 
 
 def guard(home: Path, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "CODEX_", "GUARD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "CODEX_", "GEMINI_", "GUARD_"))}
     env["HOME"] = str(home)
     return subprocess.run([sys.executable, str(ROOT / "guard.py"), *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -52,21 +58,23 @@ def test_a_plain_check_checks_every_agent_on_the_machine(tmp_path):
     p = guard(home, "--check")
     assert p.returncode == 1, p.stderr            # failures found in both agents' stores
     first = [ln for ln in p.stdout.splitlines() if ln.startswith("Checking ")]
-    assert len(first) == 3
+    assert len(first) == 4
     assert "OpenClaw state directory" in first[0] and "memory-dag-compactor" in first[0]
     assert "Claude Code configuration directory" in first[1] and "claude-code" in first[1]
     assert f"Codex home {home / '.codex'}" in first[2] and "codex" in first[2]
+    assert f"Gemini CLI directory {home / '.gemini'}" in first[3] and "gemini: DEGRADED" in p.stdout
     assert "openclaw: DEGRADED" in p.stdout and "claude-code: DEGRADED" in p.stdout and "codex: DEGRADED" in p.stdout
     doc = json.loads(guard(home, "--check", "--all", "--format", "json").stdout)
-    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex"]
+    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex", "gemini"]
     assert all(a["summaries_checked"] > 0 and a["failures_found"] > 0 for a in doc["agents"])
     assert doc["summaries_checked"] == sum(a["summaries_checked"] for a in doc["agents"])
     sources = {r["source"] for r in doc["results"]}
-    assert {"memory-dag-compactor", "claude-code", "codex"} <= sources
+    assert {"memory-dag-compactor", "claude-code", "codex", "gemini"} <= sources
     # each agent's verdicts are kept in its own state
     assert (home / ".openclaw" / "skill-state" / "compaction-resilience-guard" / "state.yaml").is_file()
     assert (home / ".claude" / "compaction-guard" / "state.yaml").is_file()
     assert (home / ".codex" / "compaction-guard" / "state.yaml").is_file()
+    assert (home / ".gemini" / "compaction-guard" / "state.yaml").is_file()
 
 
 def test_agent_narrows_to_one_and_home_alone_names_openclaws_directory(tmp_path):
@@ -120,15 +128,16 @@ def test_status_and_report_cover_every_agent_with_a_state(tmp_path):
     home = machine(tmp_path)
     guard(home, "--check")
     st = json.loads(guard(home, "--status", "--format", "json").stdout)
-    assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == ["openclaw", "claude-code", "codex"]
+    agents = ["openclaw", "claude-code", "codex", "gemini"]
+    assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == agents
     text = guard(home, "--status").stdout
-    assert text.count("Compaction Resilience Guard — DEGRADED") == 3
+    assert text.count("Compaction Resilience Guard — DEGRADED") == 4
     rep = json.loads(guard(home, "--report", "--format", "json").stdout)
-    assert [r["agent"] for r in rep["agents"]] == ["openclaw", "claude-code", "codex"]
+    assert [r["agent"] for r in rep["agents"]] == agents
     prom = guard(home, "--report", "--format", "prometheus").stdout
     fams = {f.name: f for f in text_string_to_metric_families(prom)}
     agents = {s.labels["agent"] for s in fams["compaction_guard_healthy"].samples}
-    assert agents == {"openclaw", "claude-code", "codex"}
+    assert agents == {"openclaw", "claude-code", "codex", "gemini"}
     html = tmp_path / "r.html"
     assert guard(home, "--report", "--html", html).returncode == 0
     page = html.read_text(encoding="utf-8")
@@ -151,7 +160,7 @@ def test_check_file_is_recorded_in_the_state_of_the_agent_whose_store_it_is(tmp_
 def test_install_and_hook_name_the_agent(tmp_path):
     home = machine(tmp_path)
     p = guard(home, "install", "nobody")
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "openclaw, claude-code, codex" in p.stderr
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "openclaw, claude-code, codex, gemini" in p.stderr
     p = guard(home, "install")
     assert p.returncode == 2 and "install NAME" in p.stderr
     p = guard(home, "install", "claude-code", "--format", "json")

@@ -21,6 +21,7 @@ REGISTRY = (
     ("openclaw", "compaction_guard.agents.openclaw"),
     ("claude-code", "compaction_guard.agents.claude_code"),
     ("codex", "compaction_guard.agents.codex"),
+    ("gemini", "compaction_guard.agents.gemini"),
 )
 NAMES = tuple(name for name, _ in REGISTRY)
 DEFAULT = "openclaw"        # whose layout serve, --compact and --print-config use when no --agent is named
