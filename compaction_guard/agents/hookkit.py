@@ -52,6 +52,17 @@ def run(handle, budget: float, log, stdin=None, stdout=None) -> int:
     return 0
 
 
+def main(handle, resolve, budget: float, stdin=None, stdout=None, env=None, settings=None) -> int:
+    """An agent's `hook NAME` command: `handle(data, env, settings)` run by `run`, its problems
+    logged in the guard's directory of the layout `resolve(env)` gives."""
+    def log(line: str) -> None:
+        try:
+            log_problem(resolve(env).guard_dir, line)
+        except Exception:             # noqa: BLE001
+            pass
+    return run(lambda data: handle(data, env, settings), budget, log, stdin, stdout)
+
+
 def log_problem(guard_dir: Path, line: str) -> None:
     """A problem inside a hook, appended to `<guard dir>/hook.log` (never raised)."""
     try:
@@ -62,15 +73,15 @@ def log_problem(guard_dir: Path, line: str) -> None:
         pass
 
 
-def load_settings(layout, env, log):
+def load_settings(layout, env):
     """The operator's settings for this agent (<guard dir>/config.yaml), or the defaults when
-    that file cannot be read (the hook still runs; the problem is logged)."""
+    that file cannot be read (the hook still runs; the problem goes to its hook.log)."""
     from .. import config
     from ..settings import DEFAULT
     try:
         return config.load(layout, env).settings
     except GuardError as exc:
-        log(f"settings: {exc}"[:300])
+        log_problem(layout.guard_dir, f"settings: {exc}"[:300])
         return DEFAULT
 
 
@@ -123,6 +134,45 @@ def warning_text(failures: list, reason: str, lost: list, ask: str, transcript) 
         lines.append(f"The user's last request before it: {ask}")
     lines.append(f"If you need more, read the full transcript: {transcript or 'its path is in the summary'}.")
     return "\n".join(lines)
+
+
+def warn_once(layout, key: str, mark_path: Path, event: str, settings, source_of) -> str:
+    """The warning due after a failed compaction, once: the session's state entry `key` is
+    marked warned and its mark removed; what was lost is read again from the session's file
+    (`source_of(path)`, the agent's Source for it: its newest record is that compaction).
+    The hook's answer (`additionalContext` for `event`), or '' when nothing is due."""
+    from ..state import StateStore, now_iso, state_path
+    where = state_path(layout)
+    mark_path.unlink(missing_ok=True)
+    if not where.exists():
+        return ""
+    with StateStore(where, settings).update() as state:
+        entry = state["sessions"].get(key)
+        if not isinstance(entry, dict) or not entry.get("pending"):
+            return ""
+        entry["pending"] = False
+        entry["warned_at"] = now_iso()
+    reason, lost, ask = "", [], ""
+    transcript = entry.get("transcript")
+    if isinstance(transcript, str) and Path(transcript).is_file():
+        reason, lost, ask = what_was_lost(source_of(Path(transcript)), settings)
+    text = warning_text(entry.get("failures") or [], reason, lost, ask, transcript)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+
+def what_was_lost(source, settings) -> tuple:
+    """(the reason, the identifiers dropped, the user's last request) of the newest compaction
+    a session's Source yields, read from the session's file itself."""
+    from ..check import check_record
+    last = None
+    for last in source.records(None):
+        pass
+    if last is None:
+        return "", [], ""
+    result = check_record(last, settings)
+    history = last.input_text or ""
+    lost = [i for i in identifiers_of(history, 40) if i not in last.content][:12]
+    return next(iter(result.reasons.values()), "")[:400], lost, last_request(history)
 
 
 def command(mark_words: str) -> str:

@@ -146,3 +146,84 @@ class ListSource(Source):
     def covered(self, watermark):
         done = set((watermark or {}).get("ids", []))
         return lambda record: record.id in done
+
+
+def open_store(path: Path):
+    """A store file opened for reading, or the one-line error naming it."""
+    from ..errors import GuardError
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+
+
+def json_lines(fh, pos: int) -> Iterator:
+    """(offset, end, object) of each complete line of an append-only JSONL file from `pos` on:
+    None for a line that is not a JSON object, {} for a blank one. A last line still being
+    written (no newline yet) ends the reading."""
+    import json
+    fh.seek(pos)
+    for raw in fh:
+        if not raw.endswith(b"\n"):
+            return
+        start, pos = pos, pos + len(raw)
+        if not raw.strip():
+            yield start, pos, {}
+            continue
+        try:
+            d = json.loads(raw)
+        except (ValueError, RecursionError):
+            d = None
+        yield start, pos, d if isinstance(d, dict) else None
+
+
+class SessionFileSource(Source):
+    """One agent's append-only session file (a transcript, a rollout, a chat session): read
+    from the byte offset where the last check stopped; each record's `meta` holds its
+    `offset` and its session under `session_meta`, which with the record's id is what is
+    counted once (so a file the agent moves or copies counts nothing twice)."""
+
+    session_meta = "session"        # the meta key naming the record's session
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self._offset = 0
+        self._inode = None
+        self._seen = []             # (id, content key) of the records yielded, for staleness
+        self._history = []
+        self.bad_lines = 0
+
+    def _start(self, watermark) -> int:
+        """The offset to yield records from (resume_point), the earlier records' history read
+        back from `watermark`."""
+        wm = watermark or {}
+        st, offset = self.resume_point(wm)
+        self._inode = st.st_ino
+        self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
+        return offset
+
+    def _yielded(self, rec):
+        self.records_read += 1
+        self._seen.append((rec.id, content_key(rec.content)))
+        return rec
+
+    def _finish(self, pos: int) -> None:
+        self._offset = pos
+        if self.bad_lines:
+            self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
+
+    def new_watermark(self) -> Optional[dict]:
+        return {"offset": self._offset, "inode": self._inode,
+                "history": [list(x) for x in (self._history + self._seen)[-200:]]}
+
+    def history(self, scope, record=None):
+        return self._history
+
+    def count_key(self, record) -> str:
+        return f"{self.kind}\x1f{record.meta.get(self.session_meta)}\x1f{record.id}"
+
+    def covered(self, watermark):
+        wm = watermark or {}
+        same = wm.get("inode") == self._inode
+        top = int(wm.get("offset") or 0)
+        return lambda record: same and record.meta.get("offset", 0) < top

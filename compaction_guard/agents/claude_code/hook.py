@@ -24,7 +24,6 @@ the project's `.claude/settings.json`) idempotently, keeping every other setting
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .. import hookkit
@@ -39,19 +38,11 @@ BUDGET = 20.0                       # the command's own limit, under Claude Code
 # ------------------------------------------------------------------ the hook
 def hook_main(stdin=None, stdout=None, env=None, settings=None) -> int:
     """One hook call. Always 0; the answer, if any, on stdout."""
-    return hookkit.run(lambda data: handle(data, env, settings), BUDGET, lambda line: _log_problem(env, line),
-                       stdin, stdout)
-
-
-def _log_problem(env, line: str) -> None:
-    try:
-        hookkit.log_problem(resolve(env).guard_dir, line)
-    except Exception:                 # noqa: BLE001
-        pass
+    return hookkit.main(handle, resolve, BUDGET, stdin, stdout, env, settings)
 
 
 def _settings(layout: ClaudeLayout, env=None):
-    return hookkit.load_settings(layout, env, lambda line: _log_problem(env, line))
+    return hookkit.load_settings(layout, env)
 
 
 def handle(data: dict, env=None, settings=None) -> str:
@@ -113,40 +104,9 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
 
 
 def _warn_once(layout, session: str, event: str, settings) -> str:
-    from ...state import StateStore, now_iso, state_path
     from . import store
-    where = state_path(layout)
-    pending_mark(layout, session).unlink(missing_ok=True)
-    if not where.exists():
-        return ""
-    key = f"{store.KIND}:{session}"
-    with StateStore(where, settings).update() as state:
-        entry = state["sessions"].get(key)
-        if not isinstance(entry, dict) or not entry.get("pending"):
-            return ""
-        entry["pending"] = False
-        entry["warned_at"] = now_iso()
-    reason, lost, ask = "", [], ""
-    transcript = entry.get("transcript")
-    if isinstance(transcript, str) and Path(transcript).is_file():
-        reason, lost, ask = _what_was_lost(Path(transcript), settings)
-    text = hookkit.warning_text(entry.get("failures") or [], reason, lost, ask, entry.get("transcript"))
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
-
-
-def _what_was_lost(path: Path, settings) -> tuple:
-    """(the reason, the identifiers dropped, the user's last request) of the transcript's last
-    compaction, read from the transcript itself."""
-    from ...check import check_record
-    from . import store
-    recs = list(store.TranscriptSource(path).records(None))
-    if not recs:
-        return "", [], ""
-    last = recs[-1]
-    result = check_record(last, settings)
-    history = last.input_text or ""
-    lost = [i for i in hookkit.identifiers_of(history, 40) if i not in last.content][:12]
-    return next(iter(result.reasons.values()), "")[:400], lost, hookkit.last_request(history)
+    return hookkit.warn_once(layout, f"{store.KIND}:{session}", pending_mark(layout, session), event, settings,
+                             store.TranscriptSource)
 
 
 # ------------------------------------------------------------------ install

@@ -26,9 +26,7 @@ import re
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ...errors import GuardError
-from ...tokens import content_key
-from ...stores.source import Source, keep_tail
+from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
 
 KIND = "claude-code"
 
@@ -128,32 +126,6 @@ def summary_text(d: dict) -> str:
     return unwrap(c if isinstance(c, str) else "")
 
 
-def _open(path: Path):
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
-
-
-def _entries(fh, pos: int) -> Iterator:
-    """(offset, end, entry) of each complete line from `pos` on: entry None for a line that is
-    not a JSON object, {} for a blank one. A last line still being written (no newline yet)
-    ends the reading."""
-    fh.seek(pos)
-    for raw in fh:
-        if not raw.endswith(b"\n"):
-            return
-        start, pos = pos, pos + len(raw)
-        if not raw.strip():
-            yield start, pos, {}
-            continue
-        try:
-            d = json.loads(raw)
-        except (ValueError, RecursionError):
-            d = None
-        yield start, pos, d if isinstance(d, dict) else None
-
-
 def _is_boundary(d: dict) -> bool:
     return d.get("type") == "system" and d.get("subtype") == "compact_boundary"
 
@@ -162,8 +134,8 @@ def history_since_boundary(path: Path, max_chars: int = 200_000) -> tuple:
     """(text of the conversation since the last compaction boundary, the last stored
     summary or None) of a transcript as it is now: what a compaction happening now replaces."""
     parts, previous = [], None
-    with _open(path) as fh:
-        for _, _, d in _entries(fh, 0):
+    with open_store(path) as fh:
+        for _, _, d in json_lines(fh, 0):
             if d is None:
                 continue
             if _is_boundary(d):
@@ -175,7 +147,7 @@ def history_since_boundary(path: Path, max_chars: int = 200_000) -> tuple:
     return keep_tail(parts, max_chars), previous
 
 
-class TranscriptSource(Source):
+class TranscriptSource(SessionFileSource):
     """One Claude Code session transcript."""
 
     kind = KIND
@@ -183,25 +155,18 @@ class TranscriptSource(Source):
     def __init__(self, path: Path):
         super().__init__(path)
         self.session = path.name[:-len(".jsonl")] if path.name.endswith(".jsonl") else path.name
-        self._offset = 0
-        self._inode = None
         self._window = 0
-        self._seen = []
-        self._history = []
-        self.bad_lines = 0
 
     def records(self, watermark) -> Iterator:
         wm = watermark or {}
-        st, offset = self.resume_point(wm)
-        self._inode = st.st_ino
-        self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
+        offset = self._start(wm)
         window = wm.get("window") if offset else 0
         pos = window if isinstance(window, int) and 0 <= window <= offset else 0
         previous = None
         parts, boundary = [], None
         self._window = pos
-        with _open(self.path) as fh:
-            for start, pos, d in _entries(fh, pos):
+        with open_store(self.path) as fh:
+            for start, pos, d in json_lines(fh, pos):
                 if d is None:
                     self.bad_lines += 0 if start < offset else 1
                     continue
@@ -217,37 +182,19 @@ class TranscriptSource(Source):
                     content = summary_text(d)
                     if start >= offset:
                         pre, post = meta.get("preTokens"), meta.get("postTokens")
-                        rec = _record(self, d, content, keep_tail(replaced, self.input_chars), previous,
-                                      pre if isinstance(pre, int) else None, post if isinstance(post, int) else None,
-                                      meta, start)
-                        self.records_read += 1
-                        self._seen.append((rec.id, content_key(rec.content)))
-                        yield rec
+                        yield self._yielded(_record(self, d, content, keep_tail(replaced, self.input_chars), previous,
+                                                    pre if isinstance(pre, int) else None,
+                                                    post if isinstance(post, int) else None, meta, start))
                     previous = content
                     continue
                 t = entry_text(d)
                 if t:
                     parts.append(t)
-        self._offset = pos
-        if self.bad_lines:
-            self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
+        self._finish(pos)
 
     def new_watermark(self) -> Optional[dict]:
         # the current segment is read again from its boundary: its summary is `previous` again
-        return {"offset": self._offset, "inode": self._inode, "window": self._window,
-                "history": [list(x) for x in (self._history + self._seen)[-200:]]}
-
-    def history(self, scope, record=None):
-        return self._history
-
-    def count_key(self, record) -> str:
-        return f"{KIND}\x1f{record.meta.get('session')}\x1f{record.id}"
-
-    def covered(self, watermark):
-        wm = watermark or {}
-        same = wm.get("inode") == self._inode
-        top = int(wm.get("offset") or 0)
-        return lambda record: same and record.meta.get("offset", 0) < top
+        return dict(super().new_watermark(), window=self._window)
 
 
 def _record(src, d: dict, content: str, replaced: str, previous, pre, post, meta: dict, offset: int):

@@ -41,19 +41,11 @@ WARN_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 def hook_main(stdin=None, stdout=None, env=None, settings=None) -> int:
     """One hook call. Always 0; the answer, if any, on stdout."""
-    return hookkit.run(lambda data: handle(data, env, settings), BUDGET, lambda line: _log_problem(env, line),
-                       stdin, stdout)
-
-
-def _log_problem(env, line: str) -> None:
-    try:
-        hookkit.log_problem(resolve(env).guard_dir, line)
-    except Exception:                 # noqa: BLE001
-        pass
+    return hookkit.main(handle, resolve, BUDGET, stdin, stdout, env, settings)
 
 
 def _settings(layout: CodexLayout, env=None):
-    return hookkit.load_settings(layout, env, lambda line: _log_problem(env, line))
+    return hookkit.load_settings(layout, env)
 
 
 def pending_mark(layout: CodexLayout, session: str) -> Path:
@@ -197,40 +189,9 @@ def _compaction_answer(path: Path, turn: str):
 
 
 def _warn_once(layout, session: str, event: str, settings) -> str:
-    from ...state import StateStore, now_iso, state_path
     from . import store
-    where = state_path(layout)
-    pending_mark(layout, session).unlink(missing_ok=True)
-    if not where.exists():
-        return ""
-    with StateStore(where, settings).update() as state:
-        entry = state["sessions"].get(f"{store.KIND}:{session}")
-        if not isinstance(entry, dict) or not entry.get("pending"):
-            return ""
-        entry["pending"] = False
-        entry["warned_at"] = now_iso()
-    reason, lost, ask = "", [], ""
-    transcript = entry.get("transcript")
-    if isinstance(transcript, str) and Path(transcript).is_file():
-        reason, lost, ask = _what_was_lost(Path(transcript), settings)
-    text = hookkit.warning_text(entry.get("failures") or [], reason, lost, ask, transcript)
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
-
-
-def _what_was_lost(path: Path, settings) -> tuple:
-    """(the reason, the identifiers dropped, the user's last request) of the rollout's newest
-    compaction, read from the rollout itself."""
-    from ...check import check_record
-    from . import store
-    last = None
-    for last in store.RolloutSource(path).records(None):
-        pass
-    if last is None:
-        return "", [], ""
-    result = check_record(last, settings)
-    history = last.input_text or ""
-    lost = [i for i in hookkit.identifiers_of(history, 40) if i not in last.content][:12]
-    return next(iter(result.reasons.values()), "")[:400], lost, hookkit.last_request(history)
+    return hookkit.warn_once(layout, f"{store.KIND}:{session}", pending_mark(layout, session), event, settings,
+                             store.RolloutSource)
 
 
 # ------------------------------------------------------------------ install

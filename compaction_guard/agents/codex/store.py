@@ -30,9 +30,7 @@ import json
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ...errors import GuardError
-from ...stores.source import Source, keep_tail
-from ...tokens import content_key
+from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
 
 KIND = "codex"
 PREFIX = ("Another language model started to solve this problem and produced a summary of its thinking process. "
@@ -112,31 +110,6 @@ def item_text(d: dict) -> str:
     return ""
 
 
-def _open(path: Path):
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise GuardError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
-
-
-def _lines(fh, pos: int) -> Iterator:
-    """(offset, end, object) of each complete line from `pos` on: None for a line that is not a
-    JSON object, {} for a blank one. A last line still being written ends the reading."""
-    fh.seek(pos)
-    for raw in fh:
-        if not raw.endswith(b"\n"):
-            return
-        start, pos = pos, pos + len(raw)
-        if not raw.strip():
-            yield start, pos, {}
-            continue
-        try:
-            d = json.loads(raw)
-        except (ValueError, RecursionError):
-            d = None
-        yield start, pos, d if isinstance(d, dict) else None
-
-
 def _token_total(d: dict) -> Optional[int]:
     """`last_token_usage.total_tokens` of a `token_count` event, or None for any other line."""
     if d.get("type") != "event_msg":
@@ -189,8 +162,8 @@ def history_now(path: Path, max_chars: int = 200_000) -> tuple:
     """(the conversation since the last compaction, the last stored summary or None, Codex's
     count before) of a rollout as it is now."""
     window, previous = _Window(), None
-    with _open(path) as fh:
-        for _, _, d in _lines(fh, 0):
+    with open_store(path) as fh:
+        for _, _, d in json_lines(fh, 0):
             if not d:
                 continue
             if d.get("type") == "compacted":
@@ -201,27 +174,21 @@ def history_now(path: Path, max_chars: int = 200_000) -> tuple:
     return keep_tail(window.parts, max_chars), previous, window.before(None)
 
 
-class RolloutSource(Source):
+class RolloutSource(SessionFileSource):
     """One Codex rollout (one thread)."""
 
     kind = KIND
+    session_meta = "thread"
 
     def __init__(self, path: Path):
         super().__init__(path)
         name = path.name[:-len(".jsonl")] if path.name.endswith(".jsonl") else path.name
         self.thread = name[-36:] if len(name) >= 36 else name
-        self._offset = 0
-        self._inode = None
         self._window = 0
-        self._seen = []
-        self._history = []
-        self.bad_lines = 0
 
     def records(self, watermark) -> Iterator:
         wm = watermark or {}
-        st, offset = self.resume_point(wm)
-        self._inode = st.st_ino
-        self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
+        offset = self._start(wm)
         window = wm.get("window") if offset else 0
         pos = window if isinstance(window, int) and 0 <= window <= offset else 0
         if isinstance(wm.get("thread"), str) and offset:
@@ -230,8 +197,8 @@ class RolloutSource(Source):
         current = _Window()
         pending = None          # a record waiting for Codex's count after it
         self._window = pos
-        with _open(self.path) as fh:
-            for start, pos, d in _lines(fh, pos):
+        with open_store(self.path) as fh:
+            for start, pos, d in json_lines(fh, pos):
                 if d is None:
                     self.bad_lines += 0 if start < offset else 1
                     continue
@@ -244,7 +211,7 @@ class RolloutSource(Source):
                 if pending is not None:
                     after = _token_total(d)
                     if after is not None or kind == "compacted":
-                        yield self._finish(pending, after)
+                        yield self._yielded(_record(self, *pending, after))
                         pending = None
                 if kind == "compacted":
                     p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
@@ -260,39 +227,15 @@ class RolloutSource(Source):
                     continue
                 current.read(d)
         if pending is not None:
-            yield self._finish(pending, None)
-        self._offset = pos
-        if self.bad_lines:
-            self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
-
-    def _finish(self, pending, after):
-        d, p, content, replaced, previous, before, start, answer = pending
-        rec = _record(self, d, p, content, replaced, previous, before, after, start)
-        rec.answer = answer
-        self.records_read += 1
-        self._seen.append((rec.id, content_key(rec.content)))
-        return rec
+            yield self._yielded(_record(self, *pending, None))
+        self._finish(pos)
 
     def new_watermark(self) -> Optional[dict]:
         # the current window is read again from its compacted line: its summary is `previous` again
-        return {"offset": self._offset, "inode": self._inode, "window": self._window, "thread": self.thread,
-                "history": [list(x) for x in (self._history + self._seen)[-200:]]}
-
-    def history(self, scope, record=None):
-        return self._history
-
-    def count_key(self, record) -> str:
-        # the thread and Codex's own id: an archived rollout (moved) is not counted again
-        return f"{KIND}\x1f{record.meta.get('thread')}\x1f{record.id}"
-
-    def covered(self, watermark):
-        wm = watermark or {}
-        same = wm.get("inode") == self._inode
-        top = int(wm.get("offset") or 0)
-        return lambda record: same and record.meta.get("offset", 0) < top
+        return dict(super().new_watermark(), window=self._window, thread=self.thread)
 
 
-def _record(src, d: dict, p: dict, content: str, replaced: str, previous, before, after, offset: int):
+def _record(src, d: dict, p: dict, content: str, replaced: str, previous, before, offset: int, answer, after):
     from ...records import SummaryRecord
     window_id = p.get("window_id")
     rid = str(window_id) if isinstance(window_id, str) and window_id else f"line@{offset}"
@@ -300,5 +243,6 @@ def _record(src, d: dict, p: dict, content: str, replaced: str, previous, before
         rid, content, KIND, input_text=replaced or None, input_tokens=None if replaced else before,
         previous=previous, stale_scope=f"{KIND}:{src.thread}", context_before=before, context_after=after,
         context_source=COUNTS if after is not None else "Codex's token_count events (the last call before)",
+        answer=answer,
         meta={"thread": src.thread, "offset": offset, "timestamp": d.get("timestamp"),
               "window": p.get("window_number"), "tokens_before": before, "tokens_after": after})

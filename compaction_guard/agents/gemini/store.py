@@ -24,9 +24,7 @@ import json
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ...errors import GuardError
-from ...stores.source import Source, keep_tail
-from ...tokens import content_key
+from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
 
 KIND = "gemini"
 ACK = "Got it. Thanks for the additional context!"
@@ -97,7 +95,7 @@ def _compression_at(messages: list) -> Optional[int]:
     return None
 
 
-class SessionSource(Source):
+class SessionSource(SessionFileSource):
     """One Gemini CLI chat session file."""
 
     kind = KIND
@@ -105,35 +103,14 @@ class SessionSource(Source):
     def __init__(self, path: Path):
         super().__init__(path)
         self.session = path.stem
-        self._offset = 0
-        self._inode = None
-        self._seen = []
-        self._history = []
-        self.bad_lines = 0
 
     def records(self, watermark) -> Iterator:
-        wm = watermark or {}
-        st, offset = self.resume_point(wm)
-        self._inode = st.st_ino
-        self._history = [tuple(x) for x in wm.get("history", [])] if offset else []
+        offset = self._start(watermark)
         messages, previous, last_input = [], None, None
         pos = 0
-        try:
-            fh = open(self.path, "rb")
-        except OSError as exc:
-            raise GuardError(f"{self.path}: cannot be read ({exc.strerror}); check its permissions") from None
-        with fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break
-                start, pos = pos, pos + len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    d = json.loads(raw)
-                except (ValueError, RecursionError):
-                    d = None
-                if not isinstance(d, dict):
+        with open_store(self.path) as fh:
+            for start, pos, d in json_lines(fh, 0):
+                if d is None:
                     self.bad_lines += 0 if start < offset else 1
                     continue
                 if isinstance(d.get("sessionId"), str) and "$set" not in d:
@@ -160,40 +137,18 @@ class SessionSource(Source):
                     kept = len(new) - at - 2
                     replaced = messages[:max(0, len(messages) - kept)]
                     if start >= offset:
-                        yield self._record(summary_msg, summary, replaced, previous, last_input, start)
+                        yield self._yielded(self._record(summary_msg, summary, replaced, previous, last_input, start))
                     previous = summary
                 messages = [m for m in new if isinstance(m, dict)]
-        self._offset = pos
-        if self.bad_lines:
-            self.notes.append(f"{self.path}: skipped {self.bad_lines} line(s) that are not valid JSON")
+        self._finish(pos)
 
     def _record(self, msg: dict, summary: str, replaced: list, previous, before, offset: int):
         from ...records import SummaryRecord
         parts = [t for m in replaced if (t := message_text(m))]
         text = keep_tail(parts, self.input_chars)
-        rec = SummaryRecord(
+        return SummaryRecord(
             str(msg.get("id") or f"line@{offset}"), summary, KIND, input_text=text or None,
             input_tokens=None if text else before, previous=previous, stale_scope=f"{KIND}:{self.session}",
             context_before=before, context_after=None, context_source=COUNTS if before else "",
             meta={"session": self.session, "offset": offset, "timestamp": msg.get("timestamp"),
                   "tokens_before": before})
-        self.records_read += 1
-        self._seen.append((rec.id, content_key(rec.content)))
-        return rec
-
-    def new_watermark(self) -> Optional[dict]:
-        return {"offset": self._offset, "inode": self._inode,
-                "history": [list(x) for x in (self._history + self._seen)[-200:]]}
-
-    def history(self, scope, record=None):
-        return self._history
-
-    def count_key(self, record) -> str:
-        # the session and the summary's id: a resume stub file naming the same session counts nothing twice
-        return f"{KIND}\x1f{record.meta.get('session')}\x1f{record.id}"
-
-    def covered(self, watermark):
-        wm = watermark or {}
-        same = wm.get("inode") == self._inode
-        top = int(wm.get("offset") or 0)
-        return lambda record: same and record.meta.get("offset", 0) < top
