@@ -6,8 +6,10 @@
     python3 benchmarks/bench_hook.py --record    # write benchmarks/results/hook.json (docs/reliability.md's row)
 
 Claude Code runs `compaction-guard hook claude-code` on every prompt and every tool call
-(UserPromptSubmit, PostToolUse), Codex `hook codex` on every prompt and session start;
-almost always there is nothing to say. Each row is a whole
+(UserPromptSubmit, PostToolUse), Codex `hook codex` on every prompt and session start,
+Gemini CLI `hook gemini` before every model call (BeforeModel, whose event carries the whole
+request: here a 2 MB one, the guard reads its first 64 KiB, and a session file that grew since
+the hook last looked); almost always there is nothing to say. Each row is a whole
 process, started the way the agent starts it (this Python, guard.py, the event's JSON on
 stdin), in a throwaway configuration directory that holds a state (a check ran before) and
 no pending warning. Side by side, in the same run and interleaved so the host's load falls
@@ -62,7 +64,15 @@ def main() -> int:
         codex = Path(tmp) / "codex"
         (codex / "compaction-guard").mkdir(parents=True)
         (codex / "compaction-guard" / "state.yaml").write_text((cfg / "compaction-guard" / "state.yaml").read_text())
-        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg), CODEX_HOME=str(codex), HOME=tmp)
+        gem = Path(tmp) / "gemini"
+        (gem / ".gemini" / "compaction-guard").mkdir(parents=True)
+        (gem / ".gemini" / "compaction-guard" / "state.yaml").write_text(
+            (cfg / "compaction-guard" / "state.yaml").read_text())
+        session = Path(tmp) / "session.jsonl"
+        session.write_text("".join(json.dumps({"id": f"m{i}", "type": "user", "content": [{"text": "y" * 400}]}) + "\n"
+                                   for i in range(2000)))
+        env = dict(os.environ, CLAUDE_CONFIG_DIR=str(cfg), CODEX_HOME=str(codex), HOME=tmp,
+                   GEMINI_CLI_HOME=str(gem))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         transcript = str(Path(tmp) / "t.jsonl")
         rows = {
@@ -81,14 +91,25 @@ def main() -> int:
                 json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s1", "turn_id": "t1",
                             "transcript_path": transcript, "cwd": tmp, "model": "gpt-5.5",
                             "prompt": "go on"}).encode()),
+            "hook gemini, BeforeModel": (
+                [py, guard, "hook", "gemini"],
+                json.dumps({"session_id": "s1", "transcript_path": str(session), "cwd": tmp,
+                            "hook_event_name": "BeforeModel", "timestamp": "2026-12-06T00:00:00.000Z",
+                            "llm_request": {"model": "gemini-2.5-flash", "messages": [
+                                {"role": "user", "content": "z" * 2_000_000}]}}, separators=(",", ":")).encode(),
+                lambda: session.open("a").write(json.dumps({"id": "n", "type": "gemini",
+                                                            "content": [{"text": "ok"}]}) + "\n")),
             "the command line imported (what each event cost before)": (
                 [py, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import compaction_guard.cli"], b""),
         }
-        for cmd, stdin in rows.values():        # warm the page cache and the bytecode
+        rows = {name: (row + (None,))[:3] for name, row in rows.items()}
+        for cmd, stdin, _ in rows.values():     # warm the page cache and the bytecode
             run(cmd, stdin, env)
         times = {name: [] for name in rows}
         for _ in range(args.runs):
-            for name, (cmd, stdin) in rows.items():
+            for name, (cmd, stdin, before) in rows.items():
+                if before is not None:
+                    before()            # the agent appended to its session since the last call
                 times[name].append(run(cmd, stdin, env))
     bare = statistics.median(times["bare start (python -c pass)"])
     print(f"{sys.version.split()[0]} at {py}; {args.runs} whole-process runs each, interleaved; "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, then check a demo home holding what three agents wrote (OpenClaw's stores, two real Claude Code
-# transcripts and two real Codex rollouts, good and broken summaries), run the chain, and report. The demo home
+# Set up, then check a demo home holding what four agents wrote (OpenClaw's stores, two real Claude Code
+# transcripts, two real Codex rollouts and two real Gemini CLI sessions, good and broken summaries), run the
+# chain, and report. The demo home
 # is a temporary folder standing in for the user's home: the repository is never written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,11 @@ for case in good-auto preamble-auto; do
   thread=$(.venv/bin/python -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["payload"]["id"])' "tests/recordings/codex/data/$case.jsonl")
   cp "tests/recordings/codex/data/$case.jsonl" "$user/.codex/sessions/2026/12/05/rollout-2026-12-05T14-25-58-$thread.jsonl"
 done
-unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR CODEX_HOME
+# + two chat sessions the real Gemini CLI 0.61.0 wrote (tests/recordings/gemini/data: a good compression, a preamble)
+mkdir -p "$user/.gemini/tmp/work/chats"
+cp tests/recordings/gemini/data/session-good-long.jsonl "$user/.gemini/tmp/work/chats/session-2026-12-05T15-04-a7dc17fc.jsonl"
+cp tests/recordings/gemini/data/session-live-preamble.jsonl "$user/.gemini/tmp/work/chats/session-2026-12-06T02-44-74be1b42.jsonl"
+unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR CODEX_HOME GEMINI_CLI_HOME
 export HOME="$user"
 echo "== compaction-guard --check   (HOME=$user: every agent found there)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"

@@ -1,6 +1,6 @@
 """Gemini CLI's chat sessions as a store, on what Gemini CLI 0.61.0 really wrote
-(tests/recordings/gemini/data, recorded by tests/recordings/gemini/record.py): no binary needed.
-The hook (issue #47) is not built yet."""
+(tests/recordings/gemini/data, recorded by tests/recordings/gemini/record.py and
+tests/gemini_live_run.py): no binary needed. The hook: test_gemini_hook.py."""
 import json
 import os
 import shutil
@@ -43,6 +43,16 @@ def test_resumes_stubs_and_refused_or_failed_compressions_are_no_records():
     for name in ("resume-only", "session-preamble-short-1", "session-good-then-bad-1", "session-inflated",
                  "session-empty", "session-whitespace", "session-verify-empty", "session-hook-inject-sessionstart"):
         assert records(name) == [], name
+
+
+def test_a_resume_after_a_compression_reloads_its_summary_and_is_no_new_record():
+    """A real session (tests/gemini_live_run.py): a compression, then `--resume`, whose `$set`
+    reloads the summary and its acknowledgement under the ids they had."""
+    (rec,) = records("session-live-preamble")
+    assert rec.content == "Let me read the notes file first." and check_record(rec, DEFAULT).failures == ["empty"]
+    sets = [d["$set"]["messages"] for d in map(json.loads, (DATA / "session-live-preamble.jsonl").open())
+            if "messages" in d.get("$set", {})]
+    assert sum(any(m["id"] == rec.id for m in s) for s in sets) == 2
 
 
 def test_the_count_before_is_the_prompt_that_triggered_it():

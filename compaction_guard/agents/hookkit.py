@@ -22,10 +22,15 @@ from ..errors import GuardError
 MAX_STDIN = 4 << 20
 
 
-def run(handle, budget: float, log, stdin=None, stdout=None) -> int:
-    """One hook call: the event's JSON from stdin to `handle(data) -> str`, its answer (if any)
-    to stdout, within `budget` seconds. Always 0: whatever happens (bad input, a crash, the
-    budget spent) goes to `log(line)`, never to the agent."""
+def read_all(stdin) -> dict:
+    raw = stdin.read(MAX_STDIN)
+    return json.loads(raw) if raw.strip() else {}
+
+
+def run(handle, budget: float, log, stdin=None, stdout=None, read=read_all) -> int:
+    """One hook call: the event's JSON from stdin (`read(stdin)`) to `handle(data) -> str`, its
+    answer (if any) to stdout, within `budget` seconds. Always 0: whatever happens (bad input, a
+    crash, the budget spent) goes to `log(line)`, never to the agent."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     old = None
@@ -35,8 +40,7 @@ def run(handle, budget: float, log, stdin=None, stdout=None) -> int:
                 raise TimeoutError
             old = signal.signal(signal.SIGALRM, out_of_time)
             signal.setitimer(signal.ITIMER_REAL, budget)
-        raw = stdin.read(MAX_STDIN)
-        data = json.loads(raw) if raw.strip() else {}
+        data = read(stdin)
         if not isinstance(data, dict):
             return 0
         text = handle(data)
@@ -52,7 +56,7 @@ def run(handle, budget: float, log, stdin=None, stdout=None) -> int:
     return 0
 
 
-def main(handle, resolve, budget: float, stdin=None, stdout=None, env=None, settings=None) -> int:
+def main(handle, resolve, budget: float, stdin=None, stdout=None, env=None, settings=None, read=read_all) -> int:
     """An agent's `hook NAME` command: `handle(data, env, settings)` run by `run`, its problems
     logged in the guard's directory of the layout `resolve(env)` gives."""
     def log(line: str) -> None:
@@ -60,7 +64,7 @@ def main(handle, resolve, budget: float, stdin=None, stdout=None, env=None, sett
             log_problem(resolve(env).guard_dir, line)
         except Exception:             # noqa: BLE001
             pass
-    return run(lambda data: handle(data, env, settings), budget, log, stdin, stdout)
+    return run(lambda data: handle(data, env, settings), budget, log, stdin, stdout, read)
 
 
 def log_problem(guard_dir: Path, line: str) -> None:
@@ -169,9 +173,13 @@ def what_was_lost(source, settings) -> tuple:
         pass
     if last is None:
         return "", [], ""
-    result = check_record(last, settings)
-    history = last.input_text or ""
-    lost = [i for i in identifiers_of(history, 40) if i not in last.content][:12]
+    return lost_in(last, check_record(last, settings))
+
+
+def lost_in(record, result) -> tuple:
+    """(the reason, the identifiers dropped, the user's last request) of one judged compaction."""
+    history = record.input_text or ""
+    lost = [i for i in identifiers_of(history, 40) if i not in record.content][:12]
     return next(iter(result.reasons.values()), "")[:400], lost, last_request(history)
 
 

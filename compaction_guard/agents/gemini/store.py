@@ -13,8 +13,9 @@ Each compression is one record: id = the summary message's id, its session the f
 less the kept tail); `previous` the summary of the compression before it in the session;
 `context_before` Gemini CLI's own count before (`tokens.input` of the last reply before it: the
 prompt the model last saw, system prompt and tools included). Gemini CLI stores no count after.
-A resume's `$set` is no compression (no "Got it" after a user message), nor is a compression
-Gemini CLI refused (nothing is written). The file is read whole each time it grew (a `$set`
+A resume's `$set` is no compression: it reloads the history under the ids it had, so a summary
+it carries is one already read (ids seen earlier in the file); nor is a compression Gemini CLI
+refused (nothing is written). The file is read whole each time it grew (a `$set`
 needs the history before it); compressions before the last offset are not yielded again.
 Nothing is written.
 """
@@ -77,6 +78,8 @@ def message_text(m: dict) -> str:
     text = "\n".join(parts)
     if not text or text.startswith("<session_context>"):
         return ""
+    if m.get("type") == "user" and all(p.startswith("tool: ") for p in parts):
+        return text             # tool results Gemini CLI sends back as a user turn: not the user's words
     return f"{m.get('type')}: {text}"
 
 
@@ -107,6 +110,7 @@ class SessionSource(SessionFileSource):
     def records(self, watermark) -> Iterator:
         offset = self._start(watermark)
         messages, previous, last_input = [], None, None
+        seen = set()            # every message id the file held so far: a resume reloads them
         pos = 0
         with open_store(self.path) as fh:
             for start, pos, d in json_lines(fh, 0):
@@ -117,6 +121,7 @@ class SessionSource(SessionFileSource):
                     self.session = d["sessionId"]
                     continue
                 if _is_message(d):
+                    seen.add(d["id"])
                     for i, m in enumerate(messages):
                         if m.get("id") == d["id"]:
                             messages[i] = d
@@ -131,6 +136,9 @@ class SessionSource(SessionFileSource):
                 if not isinstance(new, list):
                     continue
                 at = _compression_at(new)
+                if at is not None and new[at].get("id") in seen:
+                    at = None           # a resume reloading an earlier compression's summary
+                seen.update(m["id"] for m in new if isinstance(m, dict) and isinstance(m.get("id"), str))
                 if at is not None:
                     summary_msg = new[at]
                     summary = "\n".join(_parts_text(summary_msg.get("content")))

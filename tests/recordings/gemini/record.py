@@ -31,12 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 TMP = Path("/tmp/gemrec")
-CORPUS = Path("/work/main/tests/corpus/real/openclaw_histories.jsonl")
-
-if os.environ.get("GEMREC_NETNS") != "1":
-    os.environ["GEMREC_NETNS"] = "1"
-    os.execvp("unshare", ["unshare", "-n", sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]])
-subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+CORPUS = HERE.parents[1] / "corpus" / "real" / "openclaw_histories.jsonl"
 
 sys.path.insert(0, str(HERE))
 import gemini_real as g  # noqa: E402
@@ -410,4 +405,8 @@ def main(names):
 
 
 if __name__ == "__main__":
+    if os.environ.get("GEMREC_NETNS") != "1":
+        os.environ["GEMREC_NETNS"] = "1"
+        os.execvp("unshare", ["unshare", "-n", sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]])
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     main(sys.argv[1:] or list(CASES))
