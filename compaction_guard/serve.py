@@ -256,7 +256,7 @@ def read_request(proto: str, body: dict) -> Request:
     text = "\n\n".join(p for p in parts if p)
     last = next((_text_of(m.get("content")) for m in reversed(msgs) if isinstance(m, dict)
                  and m.get("role") == "user"), "")
-    for agent in every():
+    for agent in sorted(every(), key=lambda a: a.request_order):
         shape = agent.read_request(text, last)
         if shape is not None:
             return Request(shape.history, shape.previous, shape.instructions,

@@ -66,6 +66,51 @@ def connect(path: Path, what: str, shared: bool = False) -> sqlite3.Connection:
     return _Connection(con, immutable)
 
 
+def connect_unchanged(path: Path, what: str) -> sqlite3.Connection:
+    """A read-only connection that sees what a writer still holds in its WAL and writes nothing
+    beside the database, not even SQLite's shared-memory file: with -wal and -shm there, `mode=ro`
+    with the -shm opened read-only (`readonly_shm`); with a -wal left alone (no -shm: its writer
+    stopped without a checkpoint), a private copy of the two files, read there; with no -wal, as
+    `connect`."""
+    path = Path(path).resolve()
+    wal, shm = Path(str(path) + "-wal"), Path(str(path) + "-shm")
+    if not wal.exists():
+        return connect(path, what)
+    if not is_sqlite(path):
+        raise GuardError(f"{path}: not a SQLite database; check the path to the {what}")
+    if not shm.exists():
+        return _private_copy(path, wal, what)
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro&readonly_shm=1"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        con.execute("PRAGMA query_only = 1")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise GuardError(f"{path}: cannot be read as a SQLite database ({exc}); check that it is the {what} "
+                         "and not damaged") from None
+    return _Connection(con, False)
+
+
+def _private_copy(path: Path, wal: Path, what: str):
+    import shutil
+    import tempfile
+    tmp = Path(tempfile.mkdtemp(prefix="guard-sqlite-"))
+    try:
+        shutil.copyfile(path, tmp / "db")
+        shutil.copyfile(wal, tmp / "db-wal")
+        con = sqlite3.connect(f"file:{urllib.parse.quote(str(tmp / 'db'))}?mode=ro", uri=True,
+                              check_same_thread=False)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except (OSError, sqlite3.DatabaseError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise GuardError(f"{path}: cannot be read as a SQLite database ({exc}); check that it is the {what} "
+                         "and not damaged") from None
+    wrapped = _Connection(con, False)
+    wrapped._guard_tmp = tmp
+    return wrapped
+
+
 class _Connection:
     """A sqlite3 connection that remembers whether it was opened immutable."""
 
@@ -75,6 +120,13 @@ class _Connection:
 
     def __getattr__(self, name):
         return getattr(self._con, name)
+
+    def close(self) -> None:
+        self._con.close()
+        tmp = getattr(self, "_guard_tmp", None)
+        if tmp is not None:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def tables(con: sqlite3.Connection) -> dict:

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: the detector evaluation on the labelled
 # corpus (precision/recall per kind, fails if a target is missed) and pytest, which
-# runs the real OpenClaw, Claude Code, Codex and Gemini CLI (installed once and cached by
-# scripts/setup_openclaw.sh, scripts/setup_claude_code.sh, tests/recordings/codex/setup_codex.sh and
-# tests/recordings/gemini/setup_gemini.sh).
+# runs the real OpenClaw, Claude Code, Codex, Gemini CLI and opencode (installed once and cached by
+# scripts/setup_openclaw.sh, scripts/setup_claude_code.sh and tests/recordings/<agent>/setup_<agent>.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
@@ -11,7 +10,8 @@ GUARD_OPENCLAW=$(./scripts/setup_openclaw.sh)
 GUARD_CLAUDE_CODE=$(./scripts/setup_claude_code.sh)
 GUARD_CODEX=$(./tests/recordings/codex/setup_codex.sh)
 GUARD_GEMINI=$(./tests/recordings/gemini/setup_gemini.sh)
+GUARD_OPENCODE=$(./tests/recordings/opencode/setup_opencode.sh)
 export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1 GUARD_CLAUDE_CODE GUARD_REQUIRE_CLAUDE_CODE=1
-export GUARD_CODEX GUARD_REQUIRE_CODEX=1 GUARD_GEMINI GUARD_REQUIRE_GEMINI=1
+export GUARD_CODEX GUARD_REQUIRE_CODEX=1 GUARD_GEMINI GUARD_REQUIRE_GEMINI=1 GUARD_OPENCODE GUARD_REQUIRE_OPENCODE=1
 .venv/bin/python tests/corpus/evaluate.py --check-docs    # also fails when docs/measured.md or the README's figures are stale
 .venv/bin/python -m pytest -q "$@"

@@ -16,13 +16,15 @@ DEMO = ROOT / "demo" / "openclaw-home"
 CC_DATA = ROOT / "tests" / "data" / "claude-code"
 CODEX_DATA = ROOT / "tests" / "recordings" / "codex" / "data"
 GEMINI_DATA = ROOT / "tests" / "recordings" / "gemini" / "data"
+OPENCODE_DATA = ROOT / "tests" / "recordings" / "opencode" / "data"
 PKG = ROOT / "compaction_guard"
 
 
-def machine(tmp_path, openclaw=True, claude=True, codex=True, gemini=True) -> Path:
+def machine(tmp_path, openclaw=True, claude=True, codex=True, gemini=True, opencode=True) -> Path:
     """A user's home holding what OpenClaw (the demo's DAG state: good and broken summaries),
     Claude Code (two real transcripts: a good compaction and a loop), Codex (two real rollouts)
-    and Gemini CLI (two real chat sessions), each a good compaction and a loop, wrote."""
+    and Gemini CLI (two real chat sessions), each a good compaction and a loop, and opencode (its
+    database with a loop stored as the summary) wrote."""
     home = tmp_path / "user"
     home.mkdir()
     if openclaw:
@@ -43,11 +45,13 @@ def machine(tmp_path, openclaw=True, claude=True, codex=True, gemini=True) -> Pa
         chats.mkdir(parents=True)
         for case in ("good-long", "loop"):
             shutil.copy(GEMINI_DATA / f"session-{case}.jsonl", chats / f"session-2026-12-05T15-04-{case}.jsonl")
+    if opencode:
+        shutil.copytree(OPENCODE_DATA / "loop", home / ".local" / "share" / "opencode")
     return home
 
 
 def guard(home: Path, *args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "CODEX_", "GEMINI_", "GUARD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "CLAUDE_", "CODEX_", "GEMINI_", "OPENCODE_", "XDG_", "GUARD_"))}
     env["HOME"] = str(home)
     return subprocess.run([sys.executable, str(ROOT / "guard.py"), *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -58,23 +62,25 @@ def test_a_plain_check_checks_every_agent_on_the_machine(tmp_path):
     p = guard(home, "--check")
     assert p.returncode == 1, p.stderr            # failures found in both agents' stores
     first = [ln for ln in p.stdout.splitlines() if ln.startswith("Checking ")]
-    assert len(first) == 4
+    assert len(first) == 5
     assert "OpenClaw state directory" in first[0] and "memory-dag-compactor" in first[0]
     assert "Claude Code configuration directory" in first[1] and "claude-code" in first[1]
     assert f"Codex home {home / '.codex'}" in first[2] and "codex" in first[2]
     assert f"Gemini CLI directory {home / '.gemini'}" in first[3] and "gemini: DEGRADED" in p.stdout
+    assert f"opencode data directory {home / '.local' / 'share' / 'opencode'}" in first[4] and "opencode: DEGRADED" in p.stdout
     assert "openclaw: DEGRADED" in p.stdout and "claude-code: DEGRADED" in p.stdout and "codex: DEGRADED" in p.stdout
     doc = json.loads(guard(home, "--check", "--all", "--format", "json").stdout)
-    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex", "gemini"]
+    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex", "gemini", "opencode"]
     assert all(a["summaries_checked"] > 0 and a["failures_found"] > 0 for a in doc["agents"])
     assert doc["summaries_checked"] == sum(a["summaries_checked"] for a in doc["agents"])
     sources = {r["source"] for r in doc["results"]}
-    assert {"memory-dag-compactor", "claude-code", "codex", "gemini"} <= sources
+    assert {"memory-dag-compactor", "claude-code", "codex", "gemini", "opencode"} <= sources
     # each agent's verdicts are kept in its own state
     assert (home / ".openclaw" / "skill-state" / "compaction-resilience-guard" / "state.yaml").is_file()
     assert (home / ".claude" / "compaction-guard" / "state.yaml").is_file()
     assert (home / ".codex" / "compaction-guard" / "state.yaml").is_file()
     assert (home / ".gemini" / "compaction-guard" / "state.yaml").is_file()
+    assert (home / ".local" / "share" / "opencode" / "compaction-guard" / "state.yaml").is_file()
 
 
 def test_agent_narrows_to_one_and_home_alone_names_openclaws_directory(tmp_path):
@@ -128,16 +134,16 @@ def test_status_and_report_cover_every_agent_with_a_state(tmp_path):
     home = machine(tmp_path)
     guard(home, "--check")
     st = json.loads(guard(home, "--status", "--format", "json").stdout)
-    agents = ["openclaw", "claude-code", "codex", "gemini"]
+    agents = ["openclaw", "claude-code", "codex", "gemini", "opencode"]
     assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == agents
     text = guard(home, "--status").stdout
-    assert text.count("Compaction Resilience Guard — DEGRADED") == 4
+    assert text.count("Compaction Resilience Guard — DEGRADED") == 5
     rep = json.loads(guard(home, "--report", "--format", "json").stdout)
     assert [r["agent"] for r in rep["agents"]] == agents
     prom = guard(home, "--report", "--format", "prometheus").stdout
     fams = {f.name: f for f in text_string_to_metric_families(prom)}
     agents = {s.labels["agent"] for s in fams["compaction_guard_healthy"].samples}
-    assert agents == {"openclaw", "claude-code", "codex", "gemini"}
+    assert agents == {"openclaw", "claude-code", "codex", "gemini", "opencode"}
     html = tmp_path / "r.html"
     assert guard(home, "--report", "--html", html).returncode == 0
     page = html.read_text(encoding="utf-8")

@@ -22,6 +22,7 @@ REGISTRY = (
     ("claude-code", "compaction_guard.agents.claude_code"),
     ("codex", "compaction_guard.agents.codex"),
     ("gemini", "compaction_guard.agents.gemini"),
+    ("opencode", "compaction_guard.agents.opencode"),
 )
 NAMES = tuple(name for name, _ in REGISTRY)
 DEFAULT = "openclaw"        # whose layout serve, --compact and --print-config use when no --agent is named

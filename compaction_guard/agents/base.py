@@ -48,7 +48,7 @@ class Probe:
             from .. import sqlite_ro
             self._tables = {}
             if self.is_sqlite:
-                self._con = sqlite_ro.connect(self.path, "database")
+                self._con = sqlite_ro.connect_unchanged(self.path, "database")
                 self._tables = sqlite_ro.tables(self._con)
         return self._tables
 
@@ -89,6 +89,9 @@ class RequestShape(namedtuple("RequestShape", "history previous instructions rej
 class Agent:
     name = ""          # on the command line: --agent NAME, hook NAME, install NAME
     title = ""         # for people
+    # serve asks the agents to read a request in this order (then the registry's): an agent whose
+    # requests carry marks more specific than another's reads them first
+    request_order = 100
 
     # ------------------------------------------------------------------ where it keeps things
     def resolve(self, env=None, home: str | None = None):

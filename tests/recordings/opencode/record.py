@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 import opencode_real as oc  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
-CORPUS = Path("/work/main/tests/corpus/real/openclaw_histories.jsonl")
+CORPUS = HERE.parents[1] / "corpus" / "real" / "openclaw_histories.jsonl"
 FIRST = ("Keep deploy ticket OPS-4411 and branch release/2.7 in mind. The config constant is "
          "MAX_RETRY_BACKOFF_MS=45000 in src/deploy/retry.ts.")
 OVER = 15000          # prompt_tokens reported once: over the usable context (16000 - 4000 output)

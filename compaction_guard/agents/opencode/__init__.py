@@ -1,0 +1,60 @@
+"""opencode (npm `opencode-ai`): its database (store.py), where it keeps things (layout.py), the
+plugin the guard installs and the hook it runs (hook.py, plugin.js), and its compaction requests
+as `serve` reads them (requests.py)."""
+from __future__ import annotations
+
+from ..base import Agent
+
+
+class Opencode(Agent):
+    name = "opencode"
+    title = "opencode"
+    # its requests carry marks more specific than a `<conversation>` fence (its template, its
+    # prior summary): read before agents whose requests are only fenced
+    request_order = 10
+
+    def resolve(self, env=None, home=None):
+        from .layout import resolve
+        return resolve(env, home)
+
+    def present(self, layout) -> bool:
+        from . import store
+        return bool(store.databases(layout)) or layout.state_dir.is_dir()
+
+    def discover(self, layout) -> tuple:
+        from . import store
+        return store.discover(layout)
+
+    def sniff(self, probe, layout=None):
+        from . import store
+        if probe.is_sqlite and store.looks_like(probe.tables()):
+            return store.OpencodeDbSource(probe.path, probe.take_connection())
+        return None
+
+    def hook(self, argv: list) -> int:
+        from .hook import hook_main
+        return hook_main()
+
+    def install(self, layout, args) -> dict:
+        from .hook import install
+        return install(layout)
+
+    def uninstall(self, layout, args) -> dict:
+        from .hook import uninstall
+        return uninstall(layout)
+
+    def install_text(self, action: str, doc: dict) -> str:
+        if action == "install":
+            what = "written" if doc["written"] else "already there, nothing changed"
+            return (f"{doc['plugin']}: the guard's plugin {what}\n"
+                    f"  verdicts go to {doc['state']} (compaction-guard --agent opencode --status / --report)\n"
+                    "  opencode loads plugins when it starts: restart a running opencode\n")
+        what = "removed" if doc["removed"] else "not there, nothing changed"
+        return f"{doc['plugin']}: the guard's plugin {what}\n"
+
+    def read_request(self, text: str, last_user: str):
+        from .requests import read
+        return read(text, last_user)
+
+
+AGENT = Opencode()

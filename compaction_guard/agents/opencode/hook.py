@@ -1,0 +1,149 @@
+"""The guard behind opencode: `hook opencode`, which the guard's plugin runs, and installing that
+plugin.
+
+opencode runs no commands on its events; plugins (JavaScript modules in `<config>/plugin/`) are its
+hooks. `install opencode` writes one, `compaction-guard.js` (plugin.js, with this Python and this
+guard filled in): when opencode has stored a compaction summary it runs `compaction-guard hook
+opencode` with `{"event": "compacted", "session_id", "message_id"}` on stdin, bounded in time.
+The hook finds the summary in opencode's database (read-only, store.py), checks it against the
+conversation it replaced and opencode's own counts, with the same detectors as every store, and
+records the verdict for the session (`--agent opencode --status` turns DEGRADED at once; the summary
+is counted by the next check). After a failed one it leaves a mark (`<guard dir>/failed/<session>`:
+the summary's id, the failures and a one-line note; no text of the conversation) and answers the
+warning for the model (the reason, the identifiers the summary dropped, the user's last request);
+the plugin puts it before the session's next model call as a system message, and the note before
+every later one while the mark is there. A process that did not see the compaction asks for the
+warning with `{"event": "warning", "session_id"}`. A good summary takes the mark away.
+The hook always exits 0 and answers JSON or nothing: it never breaks opencode.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import hookkit
+from .layout import OpencodeLayout, resolve
+
+PLUGIN = "compaction-guard.js"
+MARK = "compaction-resilience-guard: checks every compaction summary opencode stores"
+BUDGET = 12.0                       # under the plugin's own limit (15 s)
+
+
+def hook_main(stdin=None, stdout=None, env=None, settings=None) -> int:
+    return hookkit.main(handle, resolve, BUDGET, stdin, stdout, env, settings)
+
+
+def failed_mark(layout: OpencodeLayout, session: str) -> Path:
+    return hookkit.mark(layout.guard_dir, "failed", session)
+
+
+def handle(data: dict, env=None, settings=None) -> str:
+    event = data.get("event")
+    session = str(data.get("session_id") or "")
+    if not session or event not in ("compacted", "warning"):
+        return ""
+    layout = resolve(env)
+    settings = settings or hookkit.load_settings(layout, env)
+    if event == "compacted":
+        return _judge(layout, session, str(data.get("message_id") or ""), settings)
+    return _warning(layout, session, settings)
+
+
+def _find(layout, message: str, settings):
+    """(source, record) of the summary message `message` in opencode's database(s)."""
+    from . import store
+    for path in store.databases(layout):
+        src = store.OpencodeDbSource(path)
+        src.input_chars = settings.max_input_chars
+        try:
+            rec = src.record_of(message)
+        finally:
+            src.close()
+        if rec is not None:
+            return src, rec
+    return None, None
+
+
+def note_text(failures: list, db) -> str:
+    return (f"compaction-resilience-guard: the summary of this conversation failed its check ({', '.join(failures)}) "
+            f"and does not carry the earlier conversation; the full history is in opencode's database {db} "
+            "(`opencode export <session>` prints it).")
+
+
+def _judge(layout, session: str, message: str, settings) -> str:
+    from ...check import check_record
+    from ...state import StateStore, now_iso, state_path
+    from . import store
+    src, rec = _find(layout, message, settings)
+    if rec is None:
+        hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
+        return ""
+    result = check_record(rec, settings)
+    failures = list(result.failures)
+    entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
+    with StateStore(state_path(layout), settings).update() as state:
+        state["sessions"][f"{store.KIND}:{session}"] = entry
+    mark = failed_mark(layout, session)
+    if not failures:
+        mark.unlink(missing_ok=True)
+        return json.dumps({"id": rec.id, "failures": []})
+    hookkit.set_mark(mark, True, json.dumps({"id": rec.id, "failures": failures, "db": str(src.path),
+                                             "told": False, "note": note_text(failures, src.path)}))
+    reason, lost, ask = hookkit.lost_in(rec, result)
+    warning = hookkit.warning_text(failures, reason, lost, ask, f"opencode's database {src.path} "
+                                   f"(`opencode export {session}`)")
+    return json.dumps({"id": rec.id, "failures": failures, "warning": warning}, ensure_ascii=False)
+
+
+def _warning(layout, session: str, settings) -> str:
+    from ...check import check_record
+    try:
+        info = json.loads(failed_mark(layout, session).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    _src, rec = _find(layout, str(info.get("id") or ""), settings)
+    if rec is None:
+        return ""
+    result = check_record(rec, settings)
+    reason, lost, ask = hookkit.lost_in(rec, result)
+    warning = hookkit.warning_text(list(info.get("failures") or []), reason, lost, ask,
+                                   f"opencode's database {info.get('db')} (`opencode export {session}`)")
+    return json.dumps({"id": rec.id, "warning": warning}, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ install
+def plugin_text(layout: OpencodeLayout, argv: list | None = None) -> str:
+    import shlex
+    argv = argv or shlex.split(hookkit.command("hook opencode"))
+    src = (Path(__file__).with_name("plugin.js")).read_text(encoding="utf-8")
+    return src.replace("__GUARD__", json.dumps(argv)).replace("__STATE__", json.dumps(str(layout.guard_dir)))
+
+
+def install(layout: OpencodeLayout, argv: list | None = None) -> dict:
+    from ...errors import GuardError
+    target = layout.plugin_dir / PLUGIN
+    text = plugin_text(layout, argv)
+    if target.exists():
+        old = target.read_text(encoding="utf-8", errors="replace")
+        if MARK not in old:
+            raise GuardError(f"{target}: a plugin of that name that is not the guard's is there; move it away, "
+                             "then run this again")
+        if old == text:
+            return {"plugin": str(target), "written": False, "state": str(layout.guard_dir / "state.yaml")}
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{PLUGIN}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        raise GuardError(f"{target}: cannot be written ({exc.strerror}); check its permissions") from None
+    return {"plugin": str(target), "written": True, "state": str(layout.guard_dir / "state.yaml")}
+
+
+def uninstall(layout: OpencodeLayout) -> dict:
+    target = layout.plugin_dir / PLUGIN
+    removed = False
+    if target.exists() and MARK in target.read_text(encoding="utf-8", errors="replace"):
+        target.unlink()
+        removed = True
+    return {"plugin": str(target), "removed": removed}
