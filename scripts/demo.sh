@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up, then check a demo home holding what four agents wrote (OpenClaw's stores, two real Claude Code
-# transcripts, two real Codex rollouts and two real Gemini CLI sessions, good and broken summaries), run the
-# chain, and report. The demo home
+# Set up, then check a demo home holding what five agents wrote (OpenClaw's stores, two real Claude Code
+# transcripts, two real Codex rollouts, two real Gemini CLI sessions and a real opencode database, good and
+# broken summaries), run the chain, and report. The demo home
 # is a temporary folder standing in for the user's home: the repository is never written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,11 @@ done
 mkdir -p "$user/.gemini/tmp/work/chats"
 cp tests/recordings/gemini/data/session-good-long.jsonl "$user/.gemini/tmp/work/chats/session-2026-12-05T15-04-a7dc17fc.jsonl"
 cp tests/recordings/gemini/data/session-live-preamble.jsonl "$user/.gemini/tmp/work/chats/session-2026-12-06T02-44-74be1b42.jsonl"
+# + the database the real opencode 1.18.33 wrote (tests/recordings/opencode/data/empty: it stored an empty summary)
+mkdir -p "$user/.local/share"
+cp -r tests/recordings/opencode/data/empty "$user/.local/share/opencode"
 unset OPENCLAW_HOME OPENCLAW_STATE_DIR OPENCLAW_CONFIG_PATH LCM_DATABASE_PATH CLAUDE_CONFIG_DIR CODEX_HOME GEMINI_CLI_HOME
+unset XDG_DATA_HOME XDG_CONFIG_HOME OPENCODE_DB OPENCODE_CONFIG_DIR
 export HOME="$user"
 echo "== compaction-guard --check   (HOME=$user: every agent found there)"
 .venv/bin/compaction-guard --check || echo "(exit status $?: failures found, as the demo intends)"

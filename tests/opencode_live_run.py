@@ -11,8 +11,9 @@ model reports 15,000 prompt tokens (opencode compacts after it in the same proce
 "Continue" turn), and a later `opencode run --session`. Mode `plugin`: the guard's plugin
 installed by `compaction-guard install opencode`. Mode `manual`: the same plugin, the compaction
 asked for through `opencode serve` (`POST /session/:id/summarize`). Mode `serve`: no plugin; the
-compaction provider's baseURL is `compaction-guard serve --agent opencode`, whose upstream is the
-scripted compaction model. Writes OUTDIR/run.json: each turn's exit status, the requests' kinds
+compaction model is `compaction-guard serve --agent opencode` configured with the README's
+opencode.json snippet (its port the one serve listens on), whose upstream is the scripted
+compaction model. Writes OUTDIR/run.json: each turn's exit status, the requests' kinds
 and the system messages and texts of every main request after the compaction, what serve
 answered, and the summaries opencode stored.
 """
@@ -104,8 +105,18 @@ def main() -> int:
                                           stdout=open(out / "serve.log", "w"), stderr=subprocess.STDOUT, env=senv,
                                           start_new_session=True)
             _wait(sport, 30)
-            compaction_url = f"http://127.0.0.1:{sport}/v1"
-        env = oc.env_for(home, srv.url("main"), compaction_url)
+        if mode == "serve":
+            # the README's opencode.json, as written there, its port the one serve listens on
+            cfg = oc.config(srv.url("main"))
+            readme = (ROOT / "README.md").read_text(encoding="utf-8")
+            block = readme[readme.index("## Behind opencode"):]
+            snippet = json.loads(block[block.index("```json") + 7:block.index("```", block.index("```json") + 7)]
+                                 .replace("127.0.0.1:8742", f"127.0.0.1:{sport}"))
+            cfg["provider"].update(snippet["provider"])
+            cfg["agent"] = snippet["agent"]
+            env = oc.env_for(home, srv.url("main"), cfg=cfg)
+        else:
+            env = oc.env_for(home, srv.url("main"), compaction_url)
         if mode in ("plugin", "manual"):
             inst = subprocess.run([sys.executable, str(ROOT / "guard.py"), "install", "opencode", "--format", "json"],
                                   env=env, capture_output=True, text=True, timeout=60)

@@ -75,7 +75,8 @@ def test_the_readme_is_short_and_starts_with_what_it_is():
     heads = [t.content for i, t in enumerate(tokens(ROOT / "README.md")) if i and tokens(ROOT / "README.md")[i - 1].type
              == "heading_open"]
     order = ["Try it", "Behind OpenClaw in three steps", "Behind Claude Code in three steps",
-             "Behind Codex in three steps", "Behind Gemini CLI in three steps", "What it detects", "Measured"]
+             "Behind Codex in three steps", "Behind Gemini CLI in three steps",
+             "Behind opencode in three steps", "What it detects", "Measured"]
     assert [h for h in heads if h in order] == order, heads
 
 
@@ -145,11 +146,14 @@ def sandbox(tmp_path):
     chats.mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "recordings" / "gemini" / "data" / "session-good-long.jsonl",
                 chats / "session-2026-12-05T15-04-a7dc17fc.jsonl")
+    shutil.copytree(ROOT / "tests" / "recordings" / "opencode" / "data" / "good-long",
+                    tmp_path / ".local" / "share" / "opencode")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "compaction-guard").write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'guard.py'} \"$@\"\n")
     (bin_dir / "compaction-guard").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAUDE", "CODEX", "GEMINI", "GUARD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAUDE", "CODEX", "GEMINI", "OPENCODE", "XDG_",
+                                                                      "GUARD_"))}
     env.update(PATH=f"{bin_dir}:/usr/bin:/bin", OPENCLAW_STATE_DIR=str(home), CLAUDE_CONFIG_DIR=str(claude),
                CODEX_HOME=str(codex),
                HOME=str(tmp_path), OPENAI_API_KEY="sk-test-not-a-key")
@@ -197,6 +201,7 @@ def test_every_command_in_the_readme_names_something_that_exists_and_the_safe_on
     # what the OpenClaw and Claude Code steps did, in the sandbox only
     assert (home / "hooks" / "compaction-resilience-guard" / "handler.js").exists()
     assert "hook claude-code" in (claude / "settings.json").read_text()
+    assert "hook opencode" in (home.parent / ".config" / "opencode" / "plugin" / "compaction-guard.js").read_text()
     assert "hook codex" in (home.parent / "codex" / "hooks.json").read_text()
     assert (claude / "compaction-guard" / "state.yaml").exists()
 
