@@ -12,6 +12,9 @@ part of what a good answer is, and every level of the chain must meet it.
   `## Original Request` ...); the top level of them (a template's `### Done` is part of
   its `## Progress`). Headings inside an untrusted-data block are data, not asked for;
 - `wrapper`: `summary` when the prompt asks for the summary inside `<summary>` tags;
+- `footer`: the start of a closing line the prompt asks every summary to end with (lossless-claw:
+  `End with exactly: "Expand for details about: <comma-separated list ...>"` gives
+  `Expand for details about:`);
 - for a prompt that asks for exact identifiers and unresolved asks to be kept (OpenClaw's
   safeguard), what its audit then demands: `identifiers` (the opaque identifiers of the
   conversation's last ten messages, as OpenClaw extracts them), `latest_ask` (the last user
@@ -41,6 +44,8 @@ _HEADING_RE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(\S.*?)[ \t]*$", re.M)
 _UNTRUSTED_RE = re.compile(r"<untrusted-text>.*?</untrusted-text>|<<<BEGIN[A-Z_]*>>>.*?<<<END[A-Z_]*>>>", re.S)
 _FENCES_RE = re.compile(r"<(conversation|previous-summary|previous-compaction-summary)>.*?</\1>", re.S)
 _SUMMARY_TAG_RE = re.compile(r"<summary>", re.I)
+# `End with exactly: "<label>: <what goes there>"`: the label is the closing line's required start
+_FOOTER_RE = re.compile(r'End with exactly: "([^"<>\n]{3,80}?:)\s*<[^<>"\n]*>"')
 _EXACT_IDS_RE = re.compile(r"preserve (?:all )?(?:opaque )?(?:identifiers|literal values) exactly", re.I)
 _UNRESOLVED_RE = re.compile(r"unresolved (?:asks|user requests)", re.I)
 _FIRST_ASK_RE = re.compile(r"Make the exact request below the first item in ## Pending user asks\..*?"
@@ -58,14 +63,16 @@ class Contract:
     latest_ask: Optional[str] = None
     first_ask: Optional[str] = None
     audited: bool = False           # OpenClaw's safeguard audit applies (its exact headings were asked for)
+    footer: Optional[str] = None    # the closing line's required start
 
     @property
     def structured(self) -> bool:
-        return bool(self.sections or self.wrapper)
+        return bool(self.sections or self.wrapper or self.footer)
 
     def to_dict(self) -> dict:
         return {"sections": list(self.sections), "wrapper": self.wrapper, "identifiers": list(self.identifiers),
-                "latest_ask": self.latest_ask, "first_ask": self.first_ask, "audited": self.audited}
+                "latest_ask": self.latest_ask, "first_ask": self.first_ask, "audited": self.audited,
+                "footer": self.footer}
 
 
 NONE = Contract()
@@ -120,7 +127,8 @@ def of_request(conversation: str, instructions: str) -> Contract:
         latest = next((t for who, t in reversed(msgs) if who == "User" and t), None)
         m = _FIRST_ASK_RE.search(instructions)
         first = m.group(1).strip() if m else None
-    return Contract(sections, wrapper, identifiers, latest, first, audited)
+    m = _FOOTER_RE.search(_UNTRUSTED_RE.sub(" ", instructions))
+    return Contract(sections, wrapper, identifiers, latest, first, audited, m.group(1) if m else None)
 
 
 # ------------------------------------------------------------------ OpenClaw's audit, ported
@@ -317,6 +325,14 @@ def audit(summary: str, contract: Contract) -> list:
     elif not ask_reflected(summary, contract.latest_ask):
         reasons.append("latest_user_ask_not_reflected")
     return reasons
+
+
+def has_footer(summary: str, contract: Contract) -> bool:
+    """Whether the summary's last line starts with the closing line's label (case and spacing aside)."""
+    if not contract.footer:
+        return True
+    last = next((ln.strip() for ln in reversed(summary.splitlines()) if ln.strip()), "")
+    return " ".join(last.split()).lower().startswith(" ".join(contract.footer.split()).lower())
 
 
 def missing_sections(summary: str, contract: Contract) -> list:

@@ -781,7 +781,9 @@ class Proxy:
                                                              contract=contract), s, None, True)
         notes = ["L3 keeps the conversation's own words and language"]
         if contract.structured:
-            notes.append(f"L3 in the structure asked for: {', '.join(contract.sections) or '<summary>'}")
+            notes.append("L3 in the structure asked for: "
+                         + ", ".join(list(contract.sections) + ([f"<{contract.wrapper}>"] if contract.wrapper else [])
+                                     + ([f"'{contract.footer} ...'"] if contract.footer else [])))
         if "format" in verdict.failures:          # never expected: said, so a test and the operator see it
             notes.append(f"format: {verdict.reasons['format']}")
         attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
@@ -821,6 +823,8 @@ class Proxy:
             shape = f" Use exactly these section headings, in this order: {'; '.join(contract.sections)}."
         elif contract is not None and contract.wrapper == "summary":
             shape = " Put the summary inside <summary></summary> tags."
+        if contract is not None and contract.footer:
+            shape += f' End with one line that starts "{contract.footer}" and lists what you left out.'
         b = _add_instruction(self.upstream.proto, b, (
             f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
             f"ids, versions, numbers), open tasks and the latest request. Do not repeat yourself.{shape}"))

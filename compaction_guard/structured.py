@@ -18,7 +18,9 @@ conversation holds of that kind, as lines copied from it (its words and its lang
 and `None.` where nothing was found. A previous summary with the same headings keeps its
 lines first. Within `budget` tokens: the asks and identifiers are kept whole (the audit needs
 them), the rest shares what is left. One marker line says a fallback wrote it. With a
-`<summary>` wrapper asked for, the whole goes inside it.
+`<summary>` wrapper asked for, the whole goes inside it. With a closing line asked for
+(`Expand for details about: ...`), it ends with that line, listing the identifiers the
+conversation held that the answer left out (else "the rest of the conversation").
 """
 from __future__ import annotations
 
@@ -105,6 +107,7 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
     msgs = turns(conversation) or [("User", conversation)]
     if not contract.sections:
         cut = truncate_l3(conversation, settings, budget).text
+        cut = _with_footer(cut, conversation, contract)
         return f"<summary>\n{cut}\n</summary>" if contract.wrapper == "summary" else cut
     kept = _sections_of(previous, contract.sections)
     by_kind = {}
@@ -169,5 +172,14 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
         body = "\n".join(x if i == 0 and contract.first_ask and kind_of(h) == "ask" else _bullet(x)
                          for i, x in enumerate(lines)) if lines else NONE
         parts.append(f"{h}\n{body}")
-    text = "\n\n".join(parts) + f"\n\n{NOTE}"
+    text = _with_footer("\n\n".join(parts) + f"\n\n{NOTE}", conversation, contract)
     return f"<summary>\n{text}\n</summary>" if contract.wrapper == "summary" else text
+
+
+def _with_footer(text: str, conversation: str, contract: Contract) -> str:
+    """The text ending with the closing line the request asked for, when it asked for one."""
+    if not contract.footer:
+        return text
+    from .detectors.identifiers import scan
+    left = list(dict.fromkeys(i for i, _ in scan(conversation) if i not in text))[:12]
+    return f"{text}\n\n{contract.footer} {', '.join(left) if left else 'the rest of the conversation'}"

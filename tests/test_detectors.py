@@ -318,6 +318,18 @@ def test_garbled_share_never_exceeds_the_text():
             assert 0 <= f.figures["junk_share"] <= 1
 
 
+def test_a_label_and_a_list_on_the_last_line_is_not_a_sentence_cut_off():
+    """lossless-claw ends every summary with a footer line, `Expand for details about: a, b, c`:
+    a label and a list, not a sentence that stopped. A sentence that stops is still one."""
+    body = ("The user is preparing deploy ticket OPS-4411 on branch release/2.7. The constant "
+            "MAX_RETRY_BACKOFF_MS=45000 lives in src/deploy/retry.ts and was confirmed. The deploy waits for "
+            "incident SUP-82841.\n\n")
+    footer = "Expand for details about: the exact retry backoff values, the incident timeline, the branch state"
+    assert not any(w.startswith("cut_off") for w in validate(body + footer).warnings)
+    assert any(w.startswith("cut_off") for w in validate(body + "Next the team will check the replica lag on the "
+                                                               "release branch and then").warnings)
+
+
 def test_cut_off_is_a_warning_named_so():
     r = validate("The user asked for the migration plan. We agreed on Sunday night and the rollback script is ready. "
                  "Next the team will check the replica lag and then")

@@ -4,6 +4,8 @@ Only where the request is known (the proxy, the chain): a stored summary has no 
 - the sections asked for that the answer lacks, named (a template's headings are matched
   with their `#`s and case aside; an audited request's exactly, as its audit matches them);
 - a `<summary>` block asked for and not given;
+- a closing line asked for (lossless-claw's `Expand for details about: ...`) that the answer does
+  not end with;
 - for a request OpenClaw's safeguard audits, every reason its audit would reject the answer
   for (`missing_identifiers:...`, `latest_user_ask_not_reflected`, ...): OpenClaw would store
   nothing, so the answer is no progress.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..contract import Contract, audit, missing_sections
+from ..contract import Contract, audit, has_footer, missing_sections
 from ..findings import Finding
 
 _SUMMARY_RE = re.compile(r"<summary>(.*?)(?:</summary>|$)", re.S | re.I)
@@ -35,6 +37,9 @@ def detect(content: str, contract: Contract) -> list:
         out.append(Finding("format", f"the answer lacks {len(missing)} of the {len(contract.sections)} sections the "
                            f"request asked for: {shown}; the agent may refuse it (OpenClaw's safeguard does)",
                            figures={"missing": missing, "asked": list(contract.sections)}))
+    if not has_footer(content, contract):
+        out.append(Finding("format", f"the answer does not end with the line the request asked for "
+                           f"('{contract.footer} ...'); re-run compaction", figures={"missing": [contract.footer]}))
     if contract.audited:
         reasons = [r for r in audit(content, contract) if not r.startswith("missing_section:")]
         if reasons:

@@ -9,7 +9,9 @@ stop leaves behind, each a named sign:
 - `mid-sentence`: the last line is prose (at least `cutoff_min_last_words` words,
   or as many CJK characters twice over) without the closing punctuation that the
   summary's other sentences have (at least `cutoff_min_closed_share` of them end so).
-  Lists, headings, tables and identifiers end without a full stop and are left alone;
+  Lists, headings, tables and identifiers end without a full stop and are left alone, and so
+  does a `label-list` line: a short label, a colon, then three or more short items separated by
+  commas (lossless-claw ends every summary with `Expand for details about: a, b, c`);
 - `short-item`: the last line starts like earlier lines (its first two words, or its
   one word, digits set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as
   long as the shortest of them, or it is the start of an earlier line: a list item or
@@ -58,6 +60,19 @@ def _closed(line: str) -> bool:
 
 
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
+
+
+# `label-list`: a label of a few words, a colon, then at least three items of at most eight words
+# each, separated by commas (or the CJK list commas): a list written on one line, not a sentence
+_LABEL_LIST_RE = re.compile(r"^[^\W\d_][^:：.!?。]{0,48}[:：]\s*(?:[^,，、;:]{1,80}[,，、;]\s*){2,}[^,，、;:]{1,80}$")
+
+
+def _label_list(line: str) -> bool:
+    m = _LABEL_LIST_RE.match(line)
+    if m is None:
+        return False
+    items = re.split(r"[,，、;]", line[line.find(":") + 1 if ":" in line else line.find("：") + 1:])
+    return all(0 < len(i.split()) <= 8 for i in items)
 
 
 _INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
@@ -156,7 +171,8 @@ def detect(content: str, settings) -> list:
         last = (tail[-1] if len(tail) > 1 else text[-4000:].splitlines()[-1]).strip()   # holds something
         long_prose = (len(last.split()) >= settings.cutoff_min_last_words
                       or (not last.isascii() and count_matches(CJK_RUN_RE, last) >= 2 * settings.cutoff_min_last_words)) \
-            and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'"))
+            and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'")) \
+            and not _label_list(last)
         if long_prose and not _closed(last):
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             closes, share = _closes_sentences(lines[:-1], last)
