@@ -53,7 +53,10 @@ def connect(path: Path, what: str, shared: bool = False) -> sqlite3.Connection:
         header = fh.read(20)
     wal_mode = len(header) >= 20 and header[18] == 2 and header[19] == 2
     immutable = wal_mode and not wal.exists() and not shared
-    query = "mode=ro&immutable=1" if immutable else "mode=ro"
+    return _open(path, "mode=ro&immutable=1" if immutable else "mode=ro", what, immutable)
+
+
+def _open(path: Path, query: str, what: str, immutable: bool = False):
     uri = f"file:{urllib.parse.quote(str(path))}?{query}"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
@@ -80,16 +83,7 @@ def connect_unchanged(path: Path, what: str) -> sqlite3.Connection:
         raise GuardError(f"{path}: not a SQLite database; check the path to the {what}")
     if not shm.exists():
         return _private_copy(path, wal, what)
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro&readonly_shm=1"
-    try:
-        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
-        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-        con.execute("PRAGMA query_only = 1")
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise GuardError(f"{path}: cannot be read as a SQLite database ({exc}); check that it is the {what} "
-                         "and not damaged") from None
-    return _Connection(con, False)
+    return _open(path, "mode=ro&readonly_shm=1", what)
 
 
 def _private_copy(path: Path, wal: Path, what: str):
@@ -99,14 +93,13 @@ def _private_copy(path: Path, wal: Path, what: str):
     try:
         shutil.copyfile(path, tmp / "db")
         shutil.copyfile(wal, tmp / "db-wal")
-        con = sqlite3.connect(f"file:{urllib.parse.quote(str(tmp / 'db'))}?mode=ro", uri=True,
-                              check_same_thread=False)
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except (OSError, sqlite3.DatabaseError) as exc:
+        wrapped = _open(tmp / "db", "mode=ro", what)
+    except (OSError, GuardError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise GuardError(f"{path}: cannot be read as a SQLite database ({exc}); check that it is the {what} "
-                         "and not damaged") from None
-    wrapped = _Connection(con, False)
+        if isinstance(exc, GuardError):
+            raise GuardError(str(exc).replace(str(tmp / "db"), str(path))) from None
+        raise GuardError(f"{path}: cannot be copied to read its write-ahead log ({exc.strerror}); check the disk "
+                         "space and permissions") from None
     wrapped._guard_tmp = tmp
     return wrapped
 

@@ -6,7 +6,6 @@ turn at 80% of the window, and before a turn over the window), a manual one (`co
 of the rollouts Codex wrote (tests/codex_live_run.py runs each case)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,27 +16,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "codex"))
 
 from codex_real import binary  # noqa: E402
+from livekit import require, run as live_run  # noqa: E402
 
 GUARD_LINE = "compaction-resilience-guard: the last compaction of this session failed its check"
 
 
 def _live(case: str, tmp_path: Path, mode: str = "auto") -> tuple:
-    if binary() is None:
-        msg = "the pinned Codex is not installed: run tests/recordings/codex/setup_codex.sh (scripts/test.sh does)"
-        if os.environ.get("GUARD_REQUIRE_CODEX") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    if not shutil.which("unshare") or os.geteuid() != 0:
-        msg = "Codex runs offline only in a network namespace (unshare -n, as root)"
-        if os.environ.get("GUARD_REQUIRE_CODEX") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require(binary() is not None, "Codex", "tests/recordings/codex/setup_codex.sh", "GUARD_REQUIRE_CODEX")
     out = tmp_path / f"{case}-{mode}"
-    out.mkdir()
-    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "codex_live_run.py"), case, str(out), mode],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-2000:]
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    run = live_run("codex_live_run.py", case, out, mode)
     assert run["install"]["rc"] == 0, run["install"]
     assert [t["rc"] for t in run["turns"]] == [0, 0, 0, 0], run["turns"]
     assert run["kinds"].count("compaction") == 1, run["kinds"]

@@ -6,7 +6,6 @@ what Gemini CLI's requests to the model carried; the guard's check of the sessio
 wrote (tests/gemini_live_run.py runs each case)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,26 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "gemini"))
 
 from gemini_real import binary  # noqa: E402
+from livekit import require, run as live_run  # noqa: E402
 
 GUARD_LINE = "compaction-resilience-guard: the last compaction of this session failed its check"
 NOTE = "compaction-resilience-guard: the summary above failed its check"
 
 
 def _live(case: str, tmp_path: Path, mode: str = "auto") -> tuple:
-    for missing, msg in ((binary() is None, "the pinned Gemini CLI is not installed: run "
-                          "tests/recordings/gemini/setup_gemini.sh (scripts/test.sh does)"),
-                         (not shutil.which("unshare") or os.geteuid() != 0,
-                          "Gemini CLI runs offline only in a network namespace (unshare -n, as root)")):
-        if missing:
-            if os.environ.get("GUARD_REQUIRE_GEMINI") == "1":
-                pytest.fail(msg)
-            pytest.skip(msg)
+    require(binary() is not None, "Gemini CLI", "tests/recordings/gemini/setup_gemini.sh", "GUARD_REQUIRE_GEMINI")
     out = tmp_path / f"{case}-{mode}"
-    out.mkdir()
-    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "gemini_live_run.py"), case, str(out),
-                        mode], capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-2000:]
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    run = live_run("gemini_live_run.py", case, out, mode)
     assert run["install"]["rc"] == 0, run["install"]
     assert [t["rc"] for t in run["turns"]] == [0, 0, 0], run["turns"]
     assert run["kinds"].count("compression") == 2, run["kinds"]         # Gemini CLI's summary and its check

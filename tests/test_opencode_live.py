@@ -6,7 +6,6 @@ carried; and a run with `compaction-guard serve` as opencode's compaction model,
 answering a loop (tests/opencode_live_run.py runs each case)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,26 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "opencode"))
 
 from opencode_real import binary  # noqa: E402
+from livekit import require, run as live_run  # noqa: E402
 
 GUARD_LINE = "compaction-resilience-guard: the last compaction of this session failed its check"
 NOTE = "compaction-resilience-guard: the summary of this conversation failed its check"
 
 
 def _live(case: str, tmp_path: Path, mode: str) -> tuple:
-    for missing, msg in ((binary() is None, "the pinned opencode is not installed: run "
-                          "tests/recordings/opencode/setup_opencode.sh (scripts/test.sh does)"),
-                         (not shutil.which("unshare") or os.geteuid() != 0,
-                          "opencode runs offline only in a network namespace (unshare -n, as root)")):
-        if missing:
-            if os.environ.get("GUARD_REQUIRE_OPENCODE") == "1":
-                pytest.fail(msg)
-            pytest.skip(msg)
+    require(binary() is not None, "opencode", "tests/recordings/opencode/setup_opencode.sh", "GUARD_REQUIRE_OPENCODE")
     out = tmp_path / f"{case}-{mode}"
-    out.mkdir()
-    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / "opencode_live_run.py"), case, str(out),
-                        mode], capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-2000:]
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    run = live_run("opencode_live_run.py", case, out, mode)
     assert [t["rc"] for t in run["turns"]] == [0, 0, 0, 0], run["turns"]
     assert not run["hook_log"], run["hook_log"]
     home = out / "home"

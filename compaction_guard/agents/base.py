@@ -92,6 +92,9 @@ class Agent:
     # serve asks the agents to read a request in this order (then the registry's): an agent whose
     # requests carry marks more specific than another's reads them first
     request_order = 100
+    # the module of the agent's hook command and its install (`hook_main()`, `install(layout,
+    # args)`, `uninstall(layout, args)`), imported only when one is asked for; None: it has none
+    hook_module: str | None = None
 
     # ------------------------------------------------------------------ where it keeps things
     def resolve(self, env=None, home: str | None = None):
@@ -118,19 +121,29 @@ class Agent:
         return [u for src in sources for u in getattr(src, "usages", [])]
 
     # ------------------------------------------------------------------ its hook
+    def _hooks(self):
+        import importlib
+        return importlib.import_module(self.hook_module) if self.hook_module else None
+
     def hook(self, argv: list) -> int:
         """`compaction-guard hook NAME ...`: what the agent runs on its hook events."""
-        raise GuardError(f"{self.title} runs no `hook {self.name}` command; `compaction-guard install {self.name}` "
-                         "sets up what it runs")
+        if self.hook_module is None:
+            raise GuardError(f"{self.title} runs no `hook {self.name}` command; `compaction-guard install "
+                             f"{self.name}` sets up what it runs")
+        return self._hooks().hook_main()
 
     def install_arguments(self, parser) -> None:
         """The flags `install NAME` / `uninstall NAME` take beyond --home and --format."""
 
     def install(self, layout, args) -> dict:
-        raise GuardError(f"the guard has no hook to install for {self.title}")
+        if self.hook_module is None:
+            raise GuardError(f"the guard has no hook to install for {self.title}")
+        return self._hooks().install(layout, args)
 
     def uninstall(self, layout, args) -> dict:
-        raise GuardError(f"the guard has no hook to uninstall for {self.title}")
+        if self.hook_module is None:
+            raise GuardError(f"the guard has no hook to uninstall for {self.title}")
+        return self._hooks().uninstall(layout, args)
 
     def install_text(self, action: str, doc: dict) -> str:
         """What `install`/`uninstall` did, for a person."""

@@ -168,12 +168,19 @@ def what_was_lost(source, settings) -> tuple:
     """(the reason, the identifiers dropped, the user's last request) of the newest compaction
     a session's Source yields, read from the session's file itself."""
     from ..check import check_record
-    last = None
-    for last in source.records(None):
-        pass
+    last = newest_record(source, settings)
     if last is None:
         return "", [], ""
     return lost_in(last, check_record(last, settings))
+
+
+def newest_record(source, settings):
+    """The last record a session's Source yields (its newest compaction), or None."""
+    source.input_chars = settings.max_input_chars
+    last = None
+    for last in source.records(None):
+        pass
+    return last
 
 
 def lost_in(record, result) -> tuple:
@@ -235,6 +242,29 @@ def add_entries(path: Path, events: tuple, cmd: str, mark_words: str, timeout: i
         data["hooks"] = hooks
         write_json(path, data)
     return added
+
+
+def install_entries(path: Path, events: tuple, mark_words: str, timeout: int, guard_dir: Path, key: str,
+                    matcher: bool = True) -> dict:
+    """`install NAME` for an agent whose hooks live in a Claude-style hooks file: the guard's
+    command on `events` (add_entries), and what was done, for install_text (the file under `key`)."""
+    cmd = command(mark_words)
+    added = add_entries(path, events, cmd, mark_words, timeout, matcher=matcher)
+    return {key: str(path), "added": added, "command": cmd, "state": str(guard_dir / "state.yaml")}
+
+
+def uninstall_entries(path: Path, mark_words: str, key: str) -> dict:
+    return {key: str(path), "removed": remove_entries(path, mark_words)}
+
+
+def entries_text(action: str, doc: dict, key: str, agent: str, after: str = "") -> str:
+    """What install/uninstall did to a hooks file, for a person."""
+    if action == "install":
+        what = f"added on {', '.join(doc['added'])}" if doc["added"] else "already there, nothing changed"
+        return (f"{doc[key]}: hook entries {what}\n  they run: {doc['command']}\n"
+                f"  verdicts go to {doc['state']} (compaction-guard --agent {agent} --status / --report)\n{after}")
+    what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "none were there, nothing changed"
+    return f"{doc[key]}: hook entries {what}\n"
 
 
 def remove_entries(path: Path, mark_words: str) -> list:

@@ -110,22 +110,14 @@ def _warn_once(layout, session: str, event: str, settings) -> str:
 
 
 # ------------------------------------------------------------------ install
-def command() -> str:
-    """The command the hook entries run (this Python and this guard)."""
-    return hookkit.command(MARK)
-
-
 def settings_file(layout: ClaudeLayout, project: str | None) -> Path:
     return (Path(project) / ".claude" / "settings.json") if project else layout.settings_path
 
 
-def install(layout: ClaudeLayout, project: str | None = None, cmd: str | None = None) -> dict:
-    path = settings_file(layout, project)
-    cmd = cmd or command()
-    added = hookkit.add_entries(path, EVENTS, cmd, MARK, HOOK_TIMEOUT)
-    return {"settings": str(path), "added": added, "command": cmd, "state": str(layout.guard_dir / "state.yaml")}
+def install(layout: ClaudeLayout, args=None) -> dict:
+    path = settings_file(layout, getattr(args, "project", None))
+    return hookkit.install_entries(path, EVENTS, MARK, HOOK_TIMEOUT, layout.guard_dir, "settings")
 
 
-def uninstall(layout: ClaudeLayout, project: str | None = None) -> dict:
-    path = settings_file(layout, project)
-    return {"settings": str(path), "removed": hookkit.remove_entries(path, MARK)}
+def uninstall(layout: ClaudeLayout, args=None) -> dict:
+    return hookkit.uninstall_entries(settings_file(layout, getattr(args, "project", None)), MARK, "settings")

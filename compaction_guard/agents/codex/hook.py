@@ -108,11 +108,7 @@ def _post_compact(layout, session: str, data: dict, settings) -> str:
     transcript = data.get("transcript_path")
     if not isinstance(transcript, str) or not Path(transcript).is_file():
         return ""
-    src = store.RolloutSource(Path(transcript))
-    src.input_chars = settings.max_input_chars
-    last = None
-    for last in src.records(None):
-        pass
+    last = hookkit.newest_record(store.RolloutSource(Path(transcript)), settings)
     if last is None:
         return ""
     result = check_record(last, settings)
@@ -195,16 +191,10 @@ def _warn_once(layout, session: str, event: str, settings) -> str:
 
 
 # ------------------------------------------------------------------ install
-def command() -> str:
-    return hookkit.command(MARK)
+def install(layout: CodexLayout, args=None) -> dict:
+    return hookkit.install_entries(layout.hooks_path, EVENTS, MARK, HOOK_TIMEOUT, layout.guard_dir, "hooks",
+                                   matcher=False)
 
 
-def install(layout: CodexLayout, cmd: str | None = None) -> dict:
-    cmd = cmd or command()
-    added = hookkit.add_entries(layout.hooks_path, EVENTS, cmd, MARK, HOOK_TIMEOUT, matcher=False)
-    return {"hooks": str(layout.hooks_path), "added": added, "command": cmd,
-            "state": str(layout.guard_dir / "state.yaml")}
-
-
-def uninstall(layout: CodexLayout) -> dict:
-    return {"hooks": str(layout.hooks_path), "removed": hookkit.remove_entries(layout.hooks_path, MARK)}
+def uninstall(layout: CodexLayout, args=None) -> dict:
+    return hookkit.uninstall_entries(layout.hooks_path, MARK, "hooks")

@@ -8,6 +8,7 @@ from ..base import Agent
 class Gemini(Agent):
     name = "gemini"
     title = "Gemini CLI"
+    hook_module = f"{__name__}.hook"
 
     def resolve(self, env=None, home=None):
         from .layout import resolve
@@ -23,26 +24,10 @@ class Gemini(Agent):
             return store.SessionSource(probe.path)
         return None
 
-    def hook(self, argv: list) -> int:
-        from .hook import hook_main
-        return hook_main()
-
-    def install(self, layout, args) -> dict:
-        from .hook import install
-        return install(layout)
-
-    def uninstall(self, layout, args) -> dict:
-        from .hook import uninstall
-        return uninstall(layout)
-
     def install_text(self, action: str, doc: dict) -> str:
-        if action == "install":
-            what = f"added on {', '.join(doc['added'])}" if doc["added"] else "already there, nothing changed"
-            return (f"{doc['settings']}: hook entries {what}\n  they run: {doc['command']}\n"
-                    f"  verdicts go to {doc['state']} (compaction-guard --agent gemini --status / --report)\n"
-                    "  Gemini CLI reads hooks from settings.json when it starts: restart a running gemini\n")
-        what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "none were there, nothing changed"
-        return f"{doc['settings']}: hook entries {what}\n"
+        from ..hookkit import entries_text
+        return entries_text(action, doc, "settings", self.name,
+                            "  Gemini CLI reads hooks from settings.json when it starts: restart a running gemini\n")
 
 
 AGENT = Gemini()

@@ -136,11 +136,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     from ...check import check_record
     from ...state import StateStore, now_iso, state_path
     from . import store
-    src = store.SessionSource(Path(transcript))
-    src.input_chars = settings.max_input_chars
-    last = None
-    for last in src.records(None):
-        pass
+    last = hookkit.newest_record(store.SessionSource(Path(transcript)), settings)
     if last is None:
         return ""
     key = f"{store.KIND}:{session}"
@@ -195,9 +191,7 @@ def _annotate(data: dict, layout, failed: Path, warning: str, env, settings) -> 
     if not warning and not info.get("told") and isinstance(transcript, str) and Path(transcript).is_file():
         from . import store
         settings = settings or hookkit.load_settings(layout, env)
-        src = store.SessionSource(Path(transcript))
-        src.input_chars = settings.max_input_chars
-        reason, lost, ask = hookkit.what_was_lost(src, settings)
+        reason, lost, ask = hookkit.what_was_lost(store.SessionSource(Path(transcript)), settings)
         warning = hookkit.warning_text(info.get("failures") or [], reason, lost, ask, transcript)
     if warning and not info.get("told"):
         hookkit.set_mark(failed, True, json.dumps(dict(info, told=True)))
@@ -209,16 +203,10 @@ def _annotate(data: dict, layout, failed: Path, warning: str, env, settings) -> 
 
 
 # ------------------------------------------------------------------ install
-def command() -> str:
-    return hookkit.command(MARK)
+def install(layout: GeminiLayout, args=None) -> dict:
+    return hookkit.install_entries(layout.settings_path, EVENTS, MARK, HOOK_TIMEOUT, layout.guard_dir, "settings",
+                                   matcher=False)
 
 
-def install(layout: GeminiLayout, cmd: str | None = None) -> dict:
-    cmd = cmd or command()
-    added = hookkit.add_entries(layout.settings_path, EVENTS, cmd, MARK, HOOK_TIMEOUT, matcher=False)
-    return {"settings": str(layout.settings_path), "added": added, "command": cmd,
-            "state": str(layout.guard_dir / "state.yaml")}
-
-
-def uninstall(layout: GeminiLayout) -> dict:
-    return {"settings": str(layout.settings_path), "removed": hookkit.remove_entries(layout.settings_path, MARK)}
+def uninstall(layout: GeminiLayout, args=None) -> dict:
+    return hookkit.uninstall_entries(layout.settings_path, MARK, "settings")

@@ -12,6 +12,7 @@ class Opencode(Agent):
     # its requests carry marks more specific than a `<conversation>` fence (its template, its
     # prior summary): read before agents whose requests are only fenced
     request_order = 10
+    hook_module = f"{__name__}.hook"
 
     def resolve(self, env=None, home=None):
         from .layout import resolve
@@ -30,18 +31,6 @@ class Opencode(Agent):
         if probe.is_sqlite and store.looks_like(probe.tables()):
             return store.OpencodeDbSource(probe.path, probe.take_connection())
         return None
-
-    def hook(self, argv: list) -> int:
-        from .hook import hook_main
-        return hook_main()
-
-    def install(self, layout, args) -> dict:
-        from .hook import install
-        return install(layout)
-
-    def uninstall(self, layout, args) -> dict:
-        from .hook import uninstall
-        return uninstall(layout)
 
     def install_text(self, action: str, doc: dict) -> str:
         if action == "install":

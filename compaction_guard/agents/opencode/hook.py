@@ -119,7 +119,7 @@ def plugin_text(layout: OpencodeLayout, argv: list | None = None) -> str:
     return src.replace("__GUARD__", json.dumps(argv)).replace("__STATE__", json.dumps(str(layout.guard_dir)))
 
 
-def install(layout: OpencodeLayout, argv: list | None = None) -> dict:
+def install(layout: OpencodeLayout, args=None, argv: list | None = None) -> dict:
     from ...errors import GuardError
     target = layout.plugin_dir / PLUGIN
     text = plugin_text(layout, argv)
@@ -140,7 +140,7 @@ def install(layout: OpencodeLayout, argv: list | None = None) -> dict:
     return {"plugin": str(target), "written": True, "state": str(layout.guard_dir / "state.yaml")}
 
 
-def uninstall(layout: OpencodeLayout) -> dict:
+def uninstall(layout: OpencodeLayout, args=None) -> dict:
     target = layout.plugin_dir / PLUGIN
     removed = False
     if target.exists() and MARK in target.read_text(encoding="utf-8", errors="replace"):
