@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: the detector evaluation on the labelled
 # corpus (precision/recall per kind, fails if a target is missed) and pytest, which
-# runs the real OpenClaw, Claude Code, Codex, Gemini CLI and opencode (installed once and cached by
+# runs the real OpenClaw (with the real lossless-claw), Claude Code, Codex, Gemini CLI and opencode (installed once and cached by
 # scripts/setup_openclaw.sh, scripts/setup_claude_code.sh and tests/recordings/<agent>/setup_<agent>.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ GUARD_CLAUDE_CODE=$(./scripts/setup_claude_code.sh)
 GUARD_CODEX=$(./tests/recordings/codex/setup_codex.sh)
 GUARD_GEMINI=$(./tests/recordings/gemini/setup_gemini.sh)
 GUARD_OPENCODE=$(./tests/recordings/opencode/setup_opencode.sh)
+./tests/recordings/lossless-claw/setup_plugin.sh >/dev/null     # the real lossless-claw plugin, for OpenClaw
 export GUARD_OPENCLAW GUARD_REQUIRE_OPENCLAW=1 GUARD_CLAUDE_CODE GUARD_REQUIRE_CLAUDE_CODE=1
 export GUARD_CODEX GUARD_REQUIRE_CODEX=1 GUARD_GEMINI GUARD_REQUIRE_GEMINI=1 GUARD_OPENCODE GUARD_REQUIRE_OPENCODE=1
 .venv/bin/python tests/corpus/evaluate.py --check-docs    # also fails when docs/measured.md or the README's figures are stale

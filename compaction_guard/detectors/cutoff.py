@@ -10,8 +10,8 @@ stop leaves behind, each a named sign:
   or as many CJK characters twice over) without the closing punctuation that the
   summary's other sentences have (at least `cutoff_min_closed_share` of them end so).
   Lists, headings, tables and identifiers end without a full stop and are left alone, and so
-  does a `label-list` line: a short label, a colon, then three or more short items separated by
-  commas (lossless-claw ends every summary with `Expand for details about: a, b, c`);
+  does a `label-list` line: a label of a few words, a colon, then two or more short items
+  separated by commas (lossless-claw ends every summary with `Expand for details about: a, b`);
 - `short-item`: the last line starts like earlier lines (its first two words, or its
   one word, digits set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as
   long as the shortest of them, or it is the start of an earlier line: a list item or
@@ -62,9 +62,11 @@ def _closed(line: str) -> bool:
 _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,40}$)")
 
 
-# `label-list`: a label of a few words, a colon, then at least three items of at most eight words
+# `label-list`: a label of two to six words of letters (not a speaker's name, `user:`, nor a
+# stamp, `COMMENT BY yuki (2026-05-13):`), a colon, then two or more items of at most eight words
 # each, separated by commas (or the CJK list commas): a list written on one line, not a sentence
-_LABEL_LIST_RE = re.compile(r"^[^\W\d_][^:：.!?。]{0,48}[:：]\s*(?:[^,，、;:]{1,80}[,，、;]\s*){2,}[^,，、;:]{1,80}$")
+_LABEL_LIST_RE = re.compile(r"^[^\W\d_]+(?:[ \t][^\W\d_]+){1,5}[:：]\s*(?:[^,，、;:]{1,80}[,，、;]\s*){1,}"
+                            r"[^,，、;:]{1,80}$")
 
 
 def _label_list(line: str) -> bool:
