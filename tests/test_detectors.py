@@ -1,5 +1,6 @@
 """Each detector on the forms it exists for, and on the good text it must leave alone."""
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -328,6 +329,12 @@ def test_a_label_and_a_list_on_the_last_line_is_not_a_sentence_cut_off():
     assert not any(w.startswith("cut_off") for w in validate(body + footer).warnings)
     assert any(w.startswith("cut_off") for w in validate(body + "Next the team will check the replica lag on the "
                                                                "release branch and then").warnings)
+    # a speaker's turn is no label; and a long list line costs what its length costs, whatever it holds
+    from compaction_guard.detectors.cutoff import _label_list
+    assert not _label_list("user: a, --all") and not _label_list("COMMENT BY yuki (2026-05-13): a, b")
+    t = time.perf_counter()
+    assert not _label_list("Expand for details about: " + "a,  " * 5000 + "x" * 200)
+    assert time.perf_counter() - t < 0.5
 
 
 def test_cut_off_is_a_warning_named_so():

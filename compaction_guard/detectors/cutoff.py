@@ -64,17 +64,19 @@ _LINE_OK_RE = re.compile(r"^\s*(?:[-*+•>|#]|\d+[.)]\s|\w[\w .-]{0,30}:\s*\S{0,
 
 # `label-list`: a label of two to six words of letters (not a speaker's name, `user:`, nor a
 # stamp, `COMMENT BY yuki (2026-05-13):`), a colon, then two or more items of at most eight words
-# each, separated by commas (or the CJK list commas): a list written on one line, not a sentence
-_LABEL_LIST_RE = re.compile(r"^[^\W\d_]+(?:[ \t][^\W\d_]+){1,5}[:：]\s*(?:[^,，、;:]{1,80}[,，、;]\s*){1,}"
-                            r"[^,，、;:]{1,80}$")
+# each, separated by commas (or the CJK list commas): a list written on one line, not a sentence.
+# The label is one pattern with no choices to retry; the items are a split: linear in the line
+_LABEL_RE = re.compile(r"[^\W\d_]+(?:[ \t][^\W\d_]+){1,5}[:：]")
+_LIST_SEP_RE = re.compile(r"[,，、;]")
 
 
 def _label_list(line: str) -> bool:
-    m = _LABEL_LIST_RE.match(line)
+    m = _LABEL_RE.match(line)
     if m is None:
         return False
-    items = re.split(r"[,，、;]", line[line.find(":") + 1 if ":" in line else line.find("：") + 1:])
-    return all(0 < len(i.split()) <= 8 for i in items)
+    items = _LIST_SEP_RE.split(line[m.end():])
+    return len(items) >= 2 and all(0 < len(i.split()) <= 8 and len(i) <= 80 and ":" not in i and "：" not in i
+                                   for i in items)
 
 
 _INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
