@@ -1,19 +1,22 @@
 """What every live test of a real agent needs first: the pinned binary installed, and a network
 namespace with only loopback to run it in (`unshare -n`, as root). Missing either, the test is
-skipped, or fails when scripts/test.sh asked for it (GUARD_REQUIRE_<AGENT>=1)."""
+skipped, or fails when scripts/test.sh asked for it (GUARD_REQUIRE_<AGENT>=1). And what the live
+runners share: a free port, waiting for `compaction-guard serve` to answer."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def require(installed: bool, agent: str, setup: str, flag: str) -> None:
+    import pytest
     for missing, msg in ((not installed, f"the pinned {agent} is not installed: run {setup} (scripts/test.sh does)"),
                          (not shutil.which("unshare") or os.geteuid() != 0,
                           f"{agent} runs offline only in a network namespace (unshare -n, as root)")):
@@ -30,3 +33,21 @@ def run(script: str, case: str, out: Path, mode: str) -> dict:
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads((out / "run.json").read_text(encoding="utf-8"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthz(port: int, seconds: float) -> bool:
+    """Whether `serve` on 127.0.0.1:`port` answered /healthz within `seconds`."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False

@@ -21,29 +21,18 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "lossless-claw"
 sys.path.insert(0, str(REC))
+sys.path.append(str(ROOT / "tests"))
 
 import record as lcm  # noqa: E402
 from scripted import Scripted  # noqa: E402
+from livekit import free_port, wait_healthz  # noqa: E402
 
 KEY = lcm.KEY
-
-
-def _wait(port: int, timeout: float) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("serve did not answer")
 
 
 def main() -> int:
@@ -56,7 +45,7 @@ def main() -> int:
     log, lock = [], threading.Lock()
     main_srv = Scripted("main", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
     summ = Scripted("summ", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
-    sport, gport = lcm.free_port(), lcm.free_port()
+    sport, gport = free_port(), free_port()
     info = {"case": case, "commands": []}
     senv = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "GUARD_", "LCM_"))}
     senv.update(HOME=str(home), OPENCLAW_STATE_DIR=str(state), GUARD_PROVIDER="openai",
@@ -68,7 +57,8 @@ def main() -> int:
                              start_new_session=True)
     gw = None
     try:
-        _wait(sport, 30)
+        if not wait_healthz(sport, 30):
+            raise TimeoutError("serve did not answer")
         cfg = lcm.config(main_srv.port, summ.port, gport, home / "workspace")
         cfg["models"]["providers"]["guard"] = dict(cfg["models"]["providers"]["summ"],
                                                    baseUrl=f"http://127.0.0.1:{sport}/v1", apiKey="unused")

@@ -22,40 +22,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "opencode"
 sys.path.insert(0, str(REC))
+sys.path.append(str(ROOT / "tests"))
 
 import opencode_real as oc  # noqa: E402
+from livekit import free_port, wait_healthz  # noqa: E402
 from record import GOOD_LONG, LOOP, OVER, first_message  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
 SUMMARIES = {"good": GOOD_LONG, "empty": "", "loop": LOOP}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(port: int, timeout: float) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError("serve did not answer")
 
 
 def _texts(msg: dict) -> str:
@@ -104,7 +86,8 @@ def main() -> int:
                                            "--set", "breaker_threshold=1000"],
                                           stdout=open(out / "serve.log", "w"), stderr=subprocess.STDOUT, env=senv,
                                           start_new_session=True)
-            _wait(sport, 30)
+            if not wait_healthz(sport, 30):
+                raise TimeoutError("serve did not answer")
         if mode == "serve":
             # the README's opencode.json, as written there, its port the one serve listens on
             cfg = oc.config(srv.url("main"))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from livekit import wait_healthz  # noqa: E402
 from openclaw_real import env_for, free_port, node, openclaw, package, require
 from scripted_openai import ScriptedOpenAI
 
@@ -176,17 +177,6 @@ def _user_home(tmp_path):
     return home, home / ".openclaw"
 
 
-def _wait_healthz(port: int, seconds: float) -> None:
-    import urllib.request
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
-            return
-        except OSError:
-            time.sleep(0.2)
-
-
 def _serve(home, where, upstream_url: str, port: int, log):
     """`compaction-guard serve` in front of the scripted model, as a process on 127.0.0.1."""
     env = env_for(home, where, GUARD_PROVIDER="openai", GUARD_BASE_URL=upstream_url, GUARD_MODEL="scripted",
@@ -212,7 +202,7 @@ def test_openclaw_compacts_through_serve_and_stores_what_it_answers(tmp_path, mo
         srv = _serve(home, where, model.url, sport, tmp_path / "serve.log")
         gw = None
         try:
-            _wait_healthz(sport, 20)
+            wait_healthz(sport, 20)
             gw = Gateway(where, home, gport, tmp_path / "gateway.log")
             assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
             for m in TURNS + ["Also check db-7 replication lag.", "Then tell me the lag in seconds."]:
@@ -269,7 +259,7 @@ def test_openclaw_compacts_through_serve_to_the_local_model_in_safeguard_mode(tm
                                stderr=subprocess.STDOUT, env=env_for(home, where), start_new_session=True)
         gw = None
         try:
-            _wait_healthz(sport, 60)
+            wait_healthz(sport, 60)
             gw = Gateway(where, home, gport, tmp_path / "gateway.log")
             assert gw.wait_for(r"\[gateway\] ready", 90), gw.text()[-3000:]
             for m in TURNS + ["Also, the database host is db-7.internal:5432 and it must stay read-only.",

@@ -89,10 +89,13 @@ def _judge(layout, session: str, message: str, settings) -> str:
         return json.dumps({"id": rec.id, "failures": []})
     hookkit.set_mark(mark, True, json.dumps({"id": rec.id, "failures": failures, "db": str(src.path),
                                              "told": False, "note": note_text(failures, src.path)}))
+    return json.dumps({"id": rec.id, "failures": failures, "warning": _warning_text(rec, result, failures, src.path,
+                                                                                     session)}, ensure_ascii=False)
+
+
+def _warning_text(rec, result, failures: list, db, session: str) -> str:
     reason, lost, ask = hookkit.lost_in(rec, result)
-    warning = hookkit.warning_text(failures, reason, lost, ask, f"opencode's database {src.path} "
-                                   f"(`opencode export {session}`)")
-    return json.dumps({"id": rec.id, "failures": failures, "warning": warning}, ensure_ascii=False)
+    return hookkit.warning_text(failures, reason, lost, ask, f"opencode's database {db} (`opencode export {session}`)")
 
 
 def _warning(layout, session: str, settings) -> str:
@@ -104,10 +107,7 @@ def _warning(layout, session: str, settings) -> str:
     _src, rec = _find(layout, str(info.get("id") or ""), settings)
     if rec is None:
         return ""
-    result = check_record(rec, settings)
-    reason, lost, ask = hookkit.lost_in(rec, result)
-    warning = hookkit.warning_text(list(info.get("failures") or []), reason, lost, ask,
-                                   f"opencode's database {info.get('db')} (`opencode export {session}`)")
+    warning = _warning_text(rec, check_record(rec, settings), list(info.get("failures") or []), info.get("db"), session)
     return json.dumps({"id": rec.id, "warning": warning}, ensure_ascii=False)
 
 

@@ -129,10 +129,10 @@ class OpencodeDbSource(Source):
         start = self._key(watermark)
         self._mark = dict(watermark or {})
         rows = self.con.execute(
-            "SELECT id, session_id, time_created, data FROM message WHERE instr(data, '\"summary\":true') > 0 "
-            "OR instr(data, '\"summary\": true') > 0 ORDER BY time_created, id").fetchall()
-        new = [(t, i, s, _json(d)) for i, s, t, d in rows if (t, i) > start]
-        new = [x for x in new if is_summary(x[3])]
+            "SELECT id, session_id, time_created, data FROM message WHERE (time_created > ? OR "
+            "(time_created = ? AND id > ?)) AND (instr(data, '\"summary\":true') > 0 "
+            "OR instr(data, '\"summary\": true') > 0) ORDER BY time_created, id", (start[0], start[0], start[1]))
+        new = [(t, i, s, info) for i, s, t, d in rows if is_summary(info := _json(d))]
         blocked = next(((t, i) for t, i, _s, info in new if not _finished(info)), None)
         sessions = list(dict.fromkeys(s for _t, _i, s, _info in new))
         wanted = {i for t, i, _s, info in new if _finished(info)}
