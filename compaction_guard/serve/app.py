@@ -18,10 +18,17 @@ from . import anthropic, openai_chat
 from .protocol import error_body, headers_of
 
 PROTOCOLS = {"openai": openai_chat, "anthropic": anthropic}
+# an upstream's headers not relayed with an answer the guard held: the connection's own, and
+# the body's length and encoding (it was decoded, and may be cut into other pieces)
+_RELAYED_NOT = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade", b"te", b"trailer",
+                          b"content-length", b"content-encoding"})
 
 
 # ----------------------------------------------------------------- the ASGI app
-def build_app(proxy: Proxy, settings, token: Optional[str] = None):
+def build_app(proxy: Proxy, settings, token: Optional[str] = None, relay=None):
+    """The app; with `relay` (serve/relay.py), every path but the guard's own is relayed to the
+    agent's upstream, and the client token travels in its own header (the agent's credentials
+    hold Authorization and x-api-key)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
@@ -30,6 +37,9 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
     def allowed(request: Request) -> bool:
         if token is None:
             return True
+        if relay is not None:
+            given = request.headers.get("x-compaction-guard-token", "")
+            return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
         given = request.headers.get("authorization", "")
         given = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
         return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
@@ -44,7 +54,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
     async def models(request: Request):
         if not allowed(request):
             return unauthorized()
-        model = proxy.upstream.model or "compaction-guard"
+        model = (proxy.upstream.model if proxy.upstream is not None else None) or "compaction-guard"
         return JSONResponse({"object": "list", "data": [{"id": model, "object": "model", "created": 0,
                                                          "owned_by": "compaction-guard"}]})
 
@@ -52,7 +62,7 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
         if not allowed(request):
             return unauthorized()
         state = await proxy.health_state()
-        doc = {"status": "ok", "upstream": proxy.upstream.describe(), "observe": proxy.observe,
+        doc = {"status": "ok", "upstream": proxy.upstream_text, "observe": proxy.observe,
                "in_flight": proxy.in_flight, "running": proxy.running, "circuit_open_until": breaker.open_until(state)}
         if proxy.state_error is not None:
             at, why = proxy.state_error
@@ -107,7 +117,8 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
             retry = str(settings.serve_retry_after_seconds)
             return refuse(proto, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
                           "serve_max_concurrent, serve_max_queued); retry shortly", headers={"retry-after": retry})
-        model = body.get("model") or proxy.upstream.model or "compaction-guard"
+        model = body.get("model") or (proxy.upstream.model if proxy.upstream is not None else None) \
+            or "compaction-guard"
         proxy.in_flight += 1
         task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), prepared))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
@@ -151,11 +162,20 @@ def build_app(proxy: Proxy, settings, token: Optional[str] = None):
         proxy.slots()             # made in this event loop
         await asyncio.to_thread(proxy.read_state)       # what /healthz reports before the first compaction
         yield
-        await proxy.upstream.close()
+        if proxy.upstream is not None:
+            await proxy.upstream.close()
+        if relay is not None:
+            await relay.close()
         proxy.close()
 
     from contextlib import asynccontextmanager
-    return Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+    if relay is not None:
+        routes = [r for r in routes if r.path in ("/livez", "/healthz", "/metrics")]
+    app = Starlette(routes=routes, lifespan=asynccontextmanager(lifespan))
+    if relay is None:
+        return app
+    from .relay import relay_app
+    return relay_app(app, relay)
 
 
 async def _unless_gone(task, request):
@@ -225,9 +245,24 @@ class LateHeadersStream:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         head = headers_of(out)
+        if out.raw is not None and out.raw[0] != 200 and not started:
+            # --observe in front of an agent: the upstream's error, as it came
+            status, rheaders, data = out.raw
+            hs = [(k, v) for k, v in rheaders if k.lower() not in _RELAYED_NOT]
+            await send({"type": "http.response.start", "status": status,
+                        "headers": hs + [(k.encode(), v.encode()) for k, v in head.items()]
+                        + [(b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+            return
         if started:
             await emit(f": compaction-guard level={out.level} failures={head['x-compaction-guard-failures']}\n\n".encode())
-        events = PROTOCOLS[self.proto].stream(out, self.model, self.include_usage)
+        if out.raw is not None and out.raw[0] == 200:
+            # the relay: the upstream's own answer, passed (or observed), relayed as it came
+            head = {**{k.decode("latin-1").lower(): v.decode("latin-1") for k, v in out.raw[1]
+                       if k.lower() not in _RELAYED_NOT}, **head}
+            events = iter([out.raw[2]])
+        else:
+            events = PROTOCOLS[self.proto].stream(out, self.model, self.include_usage)
         for chunk in events:
             await emit(chunk, head)
         await send({"type": "http.response.body", "body": b"", "more_body": False})

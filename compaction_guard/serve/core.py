@@ -39,6 +39,83 @@ def _warm_check(settings) -> bool:
     return r.valid
 
 
+# ----------------------------------------------------------------- where a level's answer comes from
+@dataclass
+class Reply:
+    """One level's answer from upstream: its text, reasoning characters, stop reason (None,
+    "cut_off", "refusal"), the retries it took, and, where the client's own upstream answered
+    (the relay), that answer as it came (`raw`: status, headers, body), relayed unchanged when
+    it passes."""
+    text: str
+    reasoning_chars: int = 0
+    finish: Optional[str] = None
+    retries: int = 0
+    raw: Optional[tuple] = None
+
+
+class ModelRoute:
+    """Levels 1 and 2 through the configured model (`Upstream`): the client's request in the
+    upstream's protocol, L2 made aggressive (a smaller max_tokens, reasoning off, a brevity
+    instruction added to the client's own system prompt, what L1's failure calls for)."""
+
+    def __init__(self, upstream: Upstream, settings):
+        self.upstream = upstream
+        self.settings = settings
+        self.proto = upstream.proto
+        self.provider = upstream.choice.provider
+        self.model = upstream.model or ""
+        self.deadline = settings.chain_deadline_seconds
+
+    def describe(self) -> str:
+        return self.upstream.describe()
+
+    def scrub(self, text: str) -> str:
+        return self.upstream.scrub(text)
+
+    def first(self, proto: str, body: dict) -> dict:
+        return translate(proto, body, self.upstream.proto)
+
+    async def call(self, body: dict) -> Reply:
+        text, reasoning, finish, retries = await self.upstream.call(body)
+        return Reply(text, reasoning, finish, retries)
+
+    def aggressive(self, proto: str, body: dict, req, contract: Contract = None, failures=()) -> dict:
+        """L2: the client's request in the upstream's protocol, made aggressive."""
+        b = translate(proto, body, self.upstream.proto)
+        b = _add_instruction(self.upstream.proto, b, brevity(req, contract))
+        if "max_completion_tokens" in b:
+            b["max_completion_tokens"] = min(int(b["max_completion_tokens"] or req.max_tokens), req.max_tokens)
+        else:
+            b["max_tokens"] = min(int(b.get("max_tokens") or req.max_tokens), req.max_tokens)
+        if req.temperature is not None:
+            b["temperature"] = req.temperature
+        if self.upstream.proto == "anthropic":
+            if "thinking" in b:
+                b["thinking"] = {"type": "disabled"}
+        else:
+            if "reasoning_effort" in b:
+                b["reasoning_effort"] = "low"
+            if req.penalties:
+                b["frequency_penalty"] = self.settings.l2_frequency_penalty
+                b["presence_penalty"] = self.settings.l2_presence_penalty
+                if self.upstream.choice.provider == "local" or "api.openai.com" not in self.upstream.base_url:
+                    b["repeat_penalty"] = self.settings.l2_repeat_penalty     # llama.cpp, Ollama
+        return b
+
+
+def brevity(req, contract: Contract = None) -> str:
+    """L2's instruction: brief, the durable facts, the structure the request asked for."""
+    shape = ""
+    if contract is not None and contract.sections:
+        shape = f" Use exactly these section headings, in this order: {'; '.join(contract.sections)}."
+    elif contract is not None and contract.wrapper == "summary":
+        shape = " Put the summary inside <summary></summary> tags."
+    if contract is not None and contract.footer:
+        shape += f' End with one line that starts "{contract.footer}" and lists what you left out.'
+    return (f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
+            f"ids, versions, numbers), open tasks and the latest request. Do not repeat yourself.{shape}")
+
+
 # ----------------------------------------------------------------- one compaction
 @dataclass
 class Outcome:
@@ -52,6 +129,7 @@ class Outcome:
     seconds: float = 0.0
     bytes_in: int = 0
     retry_of: Optional[str] = None      # the agent's audit rejected the previous answer for these reasons
+    raw: Optional[tuple] = None         # the upstream's answer as it came, when it passed (the relay)
 
     @property
     def failures(self) -> list:
@@ -66,9 +144,13 @@ class Outcome:
 class Proxy:
     """The compaction path: upstream calls, checks, escalation, recording."""
 
-    def __init__(self, upstream: Upstream, settings, home: Path, observe: bool = False, logger=None):
+    def __init__(self, upstream: Optional[Upstream], settings, home: Path, observe: bool = False, logger=None,
+                 describe: Optional[str] = None):
         from concurrent.futures import ThreadPoolExecutor
         self.upstream = upstream
+        # the route of a compaction endpoint's requests (the configured model); a relay passes its own
+        self.route = ModelRoute(upstream, settings) if upstream is not None else None
+        self.upstream_text = describe or (upstream.describe() if upstream is not None else "")
         self.settings = settings
         self.store = StateStore(state_path(home), settings, warn=self.log)
         self.observe = observe
@@ -86,7 +168,7 @@ class Proxy:
             from concurrent.futures import ProcessPoolExecutor
             self.procs = ProcessPoolExecutor(max_workers=settings.serve_check_processes,
                                              mp_context=multiprocessing.get_context("spawn"))
-        if self.procs is not None:
+        if self.procs is not None and upstream is not None:
             upstream.offload = self.heavy      # a large body's JSON made in a worker process
         self._slots = None          # made in the server's event loop (first use)
         self.stopping = None        # an asyncio.Event set on SIGTERM: answer at L3 now
@@ -136,11 +218,12 @@ class Proxy:
             return body, (request, tokens)
         return await self.cpu(parse_body, raw, self.settings), None
 
-    async def admitted(self, proto: str, body: dict, size: int, prepared: Optional[tuple] = None) -> "Outcome":
+    async def admitted(self, proto: str, body: dict, size: int, prepared: Optional[tuple] = None,
+                       route=None) -> "Outcome":
         async with self.slots():
             self.running += 1
             try:
-                return await self.compact(proto, body, size, prepared)
+                return await self.compact(proto, body, size, prepared, route)
             finally:
                 self.running -= 1
 
@@ -175,24 +258,27 @@ class Proxy:
             self.log(f"the state cannot be used: {why}")
         self.state_error = (time.time(), why)
 
-    async def compact(self, proto: str, body: dict, size: int = 0, prepared: Optional[tuple] = None) -> Outcome:
+    async def compact(self, proto: str, body: dict, size: int = 0, prepared: Optional[tuple] = None,
+                      route=None) -> Outcome:
         """One compaction request, answered (L1, L2, L3); cancelled, when the client goes away,
         with its upstream call, and then counted as abandoned, not as a compaction.
-        `prepared`: (request, input_tokens), when Proxy.prepare read them already."""
+        `prepared`: (request, input_tokens), when Proxy.prepare read them already; `route`:
+        where its levels 1 and 2 go (the configured model when None)."""
+        route = route or self.route
         t0 = time.monotonic()
         if prepared is None:
             request = await self.cpu(read_request, proto, body)      # regexes over megabytes: off the loop
             prepared = (request, None)
         request, input_tokens = prepared
         try:
-            out = await self._compact(proto, body, request, input_tokens)
+            out = await self._compact(proto, body, request, input_tokens, route)
         except asyncio.CancelledError:
             await asyncio.shield(asyncio.to_thread(self._abandoned, time.monotonic() - t0, size))
             raise
         out.seconds = time.monotonic() - t0
         out.bytes_in = size
         out.retry_of = request.rejected
-        return await self._done(out)
+        return await self._done(out, route)
 
     def _abandoned(self, seconds: float, size: int) -> None:
         self.log(f"abandoned after {seconds:.1f} s: the client went away; its upstream work was cancelled "
@@ -208,7 +294,7 @@ class Proxy:
         if self.logger is not None:
             self.logger(f"compaction-guard serve: {line}")
 
-    async def _compact(self, proto: str, body: dict, request: Request, input_tokens: Optional[int] = None) -> Outcome:
+    async def _compact(self, proto: str, body: dict, request: Request, input_tokens: Optional[int], route) -> Outcome:
         s = self.settings
         text, previous, contract = request.text, request.previous, request.contract
         if input_tokens is None:
@@ -216,7 +302,7 @@ class Proxy:
         room = minimum_tokens(contract)           # what the asked structure alone needs
         state = await self.cpu(self.read_state)
         skip = breaker.open_until(state) is not None and not self.observe
-        deadline = time.monotonic() + s.chain_deadline_seconds
+        deadline = time.monotonic() + route.deadline
         attempts = []
         requests = level_requests(input_tokens, s)
         for req in requests[:1] if self.observe else requests:
@@ -238,8 +324,8 @@ class Proxy:
                 continue
             if room and req.target_tokens < room:     # every level can meet the structure asked for
                 req = dataclasses.replace(req, target_tokens=room, max_tokens=max(req.max_tokens, room + room // 2))
-            up = self._level_body(proto, body, req, contract) if req.level == 2 else \
-                translate(proto, body, self.upstream.proto)
+            up = (route.aggressive(proto, body, req, contract, attempts[-1].failures if attempts else [])
+                  if req.level == 2 else route.first(proto, body))
             if req.level == 2 and req.penalties:
                 asked["penalties"] = ({k: up[k] for k in ("frequency_penalty", "presence_penalty", "repeat_penalty")
                                        if k in up} or "none: the Anthropic API has no repetition penalty")
@@ -247,20 +333,21 @@ class Proxy:
             remaining = deadline - time.monotonic()
             try:
                 if remaining <= 0:
-                    raise UpstreamFailure(f"the {s.chain_deadline_seconds:g} s deadline passed before L{req.level}",
-                                          "timeout")
-                reply, reasoning_chars, finish, retries = await self._upstream_call(up, remaining)
+                    raise UpstreamFailure(f"the {route.deadline:g} s deadline passed before L{req.level}", "timeout")
+                answer = await self._upstream_call(route, up, remaining)
+                reply, reasoning_chars, finish, retries = answer.text, answer.reasoning_chars, answer.finish, answer.retries
             except asyncio.TimeoutError:
                 attempts.append(Attempt(req.level, req.strategy, False, ["timeout"], 0, time.perf_counter() - t0,
-                                        {"timeout": f"the {s.chain_deadline_seconds:g} s deadline passed"}, request=asked))
+                                        {"timeout": f"the {route.deadline:g} s deadline passed"}, request=asked))
                 continue
             except UpstreamFailure as exc:
                 attempts.append(Attempt(req.level, req.strategy, False, [exc.kind], 0, time.perf_counter() - t0,
                                         {exc.kind: str(exc)}, retries=exc.retries, request=asked))
                 attempts[-1].client_side = exc.client_side
+                attempts[-1].raw = exc.raw
                 continue
             except Exception as exc:      # noqa: BLE001 - whatever the upstream call raised: a failed level
-                why = self.upstream.scrub(f"{self.upstream.describe()}: the call failed ({type(exc).__name__})")
+                why = route.scrub(f"{route.describe()}: the call failed ({type(exc).__name__})")
                 attempts.append(Attempt(req.level, req.strategy, False, ["error"], 0, time.perf_counter() - t0,
                                         {"error": why}, request=asked))
                 continue
@@ -281,16 +368,19 @@ class Proxy:
                 attempts[-1].text = reply
                 continue
             verdict = await self.heavy(check_record, SummaryRecord(
-                f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous, contract=contract), s)
+                f"serve-L{req.level}", summary, "serve", input_text=text, previous=previous, contract=contract,
+                context_before=request.context_tokens, context_source=request.context_source), s)
             attempts.append(Attempt(req.level, req.strategy, verdict.valid, verdict.failures, verdict.output_tokens,
                                     time.perf_counter() - t0, verdict.reasons, warnings + verdict.warnings, retries,
                                     request=asked))
             attempts[-1].text = reply
+            attempts[-1].raw = answer.raw
             if verdict.valid:
-                return Outcome(summary, req.level, attempts, input_tokens, verdict.output_tokens, skip)
+                return Outcome(summary, req.level, attempts, input_tokens, verdict.output_tokens, skip, raw=answer.raw)
         if self.observe:          # returned unchanged (or the upstream's error): recorded as what it was
             a = attempts[0]
-            return Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures)
+            return Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures,
+                           raw=getattr(a, "raw", None))
         t0 = time.perf_counter()
         budget = max(l2_target(input_tokens, s), room)
         if contract.structured:
@@ -298,7 +388,8 @@ class Proxy:
         else:
             l3 = (await self.heavy(truncate_l3, request.plain, s, budget)).text
         verdict = await self.heavy(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
-                                                             contract=contract), s, None, True)
+                                                             contract=contract, context_before=request.context_tokens,
+                                                             context_source=request.context_source), s, None, True)
         notes = ["L3 keeps the conversation's own words and language"]
         if contract.structured:
             notes.append("L3 in the structure asked for: "
@@ -310,10 +401,10 @@ class Proxy:
                                 warnings=verdict.warnings + notes))
         return Outcome(l3, 3, attempts, input_tokens, verdict.output_tokens, skip)
 
-    async def _upstream_call(self, body: dict, remaining: float) -> tuple:
-        """The upstream call within `remaining` seconds; when the server begins shutting down,
+    async def _upstream_call(self, route, body: dict, remaining: float) -> Reply:
+        """The route's call within `remaining` seconds; when the server begins shutting down,
         given up serve_shutdown_seconds - 5 s later (the request is then answered at L3)."""
-        call = asyncio.ensure_future(asyncio.wait_for(self.upstream.call(body), remaining))
+        call = asyncio.ensure_future(asyncio.wait_for(route.call(body), remaining))
         if self.stopping is None:
             return await call
         stop = asyncio.ensure_future(self.stopping.wait())
@@ -335,42 +426,10 @@ class Proxy:
         raise UpstreamFailure(f"the server is shutting down and the upstream had not answered {grace:g} s later: "
                               "answered without it", "timeout")
 
-    def _level_body(self, proto: str, body: dict, req, contract: Contract = None) -> dict:
-        """L2: the client's request in the upstream's protocol, made aggressive."""
-        b = translate(proto, body, self.upstream.proto)
-        shape = ""
-        if contract is not None and contract.sections:
-            shape = f" Use exactly these section headings, in this order: {'; '.join(contract.sections)}."
-        elif contract is not None and contract.wrapper == "summary":
-            shape = " Put the summary inside <summary></summary> tags."
-        if contract is not None and contract.footer:
-            shape += f' End with one line that starts "{contract.footer}" and lists what you left out.'
-        b = _add_instruction(self.upstream.proto, b, (
-            f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
-            f"ids, versions, numbers), open tasks and the latest request. Do not repeat yourself.{shape}"))
-        if "max_completion_tokens" in b:
-            b["max_completion_tokens"] = min(int(b["max_completion_tokens"] or req.max_tokens), req.max_tokens)
-        else:
-            b["max_tokens"] = min(int(b.get("max_tokens") or req.max_tokens), req.max_tokens)
-        if req.temperature is not None:
-            b["temperature"] = req.temperature
-        if self.upstream.proto == "anthropic":
-            if "thinking" in b:
-                b["thinking"] = {"type": "disabled"}
-        else:
-            if "reasoning_effort" in b:
-                b["reasoning_effort"] = "low"
-            if req.penalties:
-                b["frequency_penalty"] = self.settings.l2_frequency_penalty
-                b["presence_penalty"] = self.settings.l2_presence_penalty
-                if self.upstream.choice.provider == "local" or "api.openai.com" not in self.upstream.base_url:
-                    b["repeat_penalty"] = self.settings.l2_repeat_penalty     # llama.cpp, Ollama
-        return b
-
-    async def _done(self, out: Outcome) -> Outcome:
+    async def _done(self, out: Outcome, route) -> Outcome:
         result = ChainResult(out.summary or "", out.level, out.input_tokens, out.output_tokens, out.attempts,
-                             summarizer=self.upstream.describe(), provider=self.upstream.choice.provider,
-                             model=self.upstream.model or "", breaker_open=out.breaker_open)
+                             summarizer=route.describe(), provider=route.provider, model=route.model or "",
+                             breaker_open=out.breaker_open)
 
         # a request the upstream refused as invalid (a 4xx of the client's making) says nothing
         # of the upstream's health: it does not count toward opening the shared breaker

@@ -139,6 +139,10 @@ class Request:
     instructions: str
     contract: Contract
     rejected: Optional[str] = None    # the agent's audit rejected the previous answer: its reasons
+    # the whole context the request carries (system prompt, tools, messages), where the history
+    # alone is not it: what a summary must be smaller than (the relay's agents count it so)
+    context_tokens: Optional[int] = None
+    context_source: str = ""
 
     @property
     def text(self) -> str:

@@ -165,12 +165,13 @@ def _server_class():
 
 
 def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 8742, token_env: str = "GUARD_SERVE_TOKEN",
-          observe: bool = False, env=None, ready=None) -> int:
-    """Run the proxy until SIGTERM/SIGINT (requests in flight finish; exit 0)."""
+          observe: bool = False, env=None, ready=None, relay_to=None) -> int:
+    """Run the proxy until SIGTERM/SIGINT (requests in flight finish; exit 0). `relay_to`:
+    (agent, upstream URL) to stand in front of an agent that compacts on the endpoint of every
+    turn (serve/relay.py); `choice` is then not used."""
     import importlib.util
     if not all(importlib.util.find_spec(m) for m in ("uvicorn", "starlette", "httpx", "prometheus_client")):
         raise GuardError("serve needs its extras: pip install 'compaction-resilience-guard[serve]'")
-    import uvicorn
     env = os.environ if env is None else env
     token = env.get(token_env) or None
     if token is not None and (not token.strip() or token != token.strip() or not token.isascii()
@@ -181,6 +182,8 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     if not _is_loopback(host) and not token:
         raise GuardError(f"--host {host} is reachable from other machines: set a client token in ${token_env} "
                          "(clients send Authorization: Bearer <token>), or bind 127.0.0.1")
+    if relay_to is not None:
+        return _serve_relay(home, relay_to, settings, host, port, token, observe, ready)
     if choice.provider == "extractive":
         raise GuardError("serve needs an upstream model to forward to: --provider openai|anthropic|local with "
                          "--base-url and --model (or GUARD_* / openclaw.json)")
@@ -202,15 +205,45 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     from .core import Proxy
     from .upstream import Upstream
     upstream = Upstream(choice, settings, env)
-    import sys
-
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-    proxy = Proxy(upstream, settings, home, observe, logger=log)
+    proxy = Proxy(upstream, settings, home, observe, logger=_log)
     proxy.warm()
-    log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
-        + (" (observe: replies returned unchanged)" if observe else ""))
-    app = build_app(proxy, settings, token)
+    _log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
+         + (" (observe: replies returned unchanged)" if observe else ""))
+    return _run(build_app(proxy, settings, token), proxy, settings, host, port, ready)
+
+
+def _log(line: str) -> None:
+    import sys
+    print(line, file=sys.stderr, flush=True)
+
+
+def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) -> int:
+    """serve in front of an agent's own API (serve/relay.py)."""
+    from .app import build_app
+    from .core import Proxy
+    from .relay import Relay
+    agent, base_url = relay_to
+    u = urllib.parse.urlsplit(base_url or "")
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise GuardError(f"--base-url {safe_url(base_url or '')}: give the upstream {agent.title} talks to, as "
+                         f"http(s)://host[:port] (default {agent.relay().upstream})")
+    check_upstream_is_not_us(base_url, host, port)
+    from ..providers import points_at_guard
+    if points_at_guard(base_url):
+        raise GuardError(f"--base-url {safe_url(base_url)} is another compaction-guard serve; point it at the API "
+                         "itself")
+    proxy = Proxy(None, settings, home, observe, logger=_log,
+                  describe=f"{agent.title}'s upstream {safe_url(base_url)} (relayed)")
+    relay = Relay(agent, base_url, proxy, settings, token=token, logger=_log)
+    proxy.warm()
+    _log(f"compaction-guard serve: on http://{host}:{port}, relaying {agent.title} to {safe_url(base_url)} "
+         f"(point {relay.spec.variable} at http://{host}:{port}; only its compactions are checked), state "
+         f"{proxy.store.path}" + (" (observe: answers returned unchanged)" if observe else ""))
+    return _run(build_app(proxy, settings, token, relay=relay), proxy, settings, host, port, ready)
+
+
+def _run(app, proxy, settings, host, port, ready) -> int:
+    import uvicorn
     # on SIGTERM, compactions in flight wait at most serve_shutdown_seconds - 5 s more for the
     # upstream, then answer at L3 (Proxy.stopping): the server is down within
     # serve_shutdown_seconds whatever clients do

@@ -46,6 +46,7 @@ class UpstreamFailure(Exception):
         self.kind = kind
         self.retries = retries
         self.client_side = client_side
+        self.raw = None         # (status, headers, body): the upstream's answer as it came, when the relay had one
 
 
 # ----------------------------------------------------------------- the upstream
