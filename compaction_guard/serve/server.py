@@ -239,17 +239,19 @@ def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) ->
     _log(f"compaction-guard serve: on http://{host}:{port}, relaying {agent.title} to {safe_url(base_url)} "
          f"(point {relay.spec.variable} at http://{host}:{port}; only its compactions are checked), state "
          f"{proxy.store.path}" + (" (observe: answers returned unchanged)" if observe else ""))
-    return _run(build_app(proxy, settings, token, relay=relay), proxy, settings, host, port, ready)
+    # the upstream's own Date and Server headers are relayed: uvicorn adds none of its own
+    return _run(build_app(proxy, settings, token, relay=relay), proxy, settings, host, port, ready,
+                server_header=False, date_header=False)
 
 
-def _run(app, proxy, settings, host, port, ready) -> int:
+def _run(app, proxy, settings, host, port, ready, **options) -> int:
     import uvicorn
     # on SIGTERM, compactions in flight wait at most serve_shutdown_seconds - 5 s more for the
     # upstream, then answer at L3 (Proxy.stopping): the server is down within
     # serve_shutdown_seconds whatever clients do
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=max(1, int(settings.serve_shutdown_seconds)), lifespan="on",
-                            http=_protocol_class(settings.serve_header_timeout_seconds))
+                            http=_protocol_class(settings.serve_header_timeout_seconds), **options)
     server = _server_class()(config, proxy)
     if ready is not None:
         ready(server)
