@@ -57,10 +57,15 @@ class Relay:
         self.settings = settings
         self.token = token
         self.logger = logger
+        import socket
+        limits = httpx.Limits(max_connections=settings.relay_max_connections,
+                              max_keepalive_connections=min(64, settings.relay_max_connections))
+        # TCP_NODELAY: a request's head and body leave at once (without it, Nagle's algorithm holds
+        # the body for the head's delayed acknowledgement: milliseconds on every turn)
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.relay_read_timeout_seconds, connect=settings.relay_connect_timeout_seconds),
-            limits=httpx.Limits(max_connections=settings.relay_max_connections,
-                                max_keepalive_connections=min(64, settings.relay_max_connections)),
+            transport=httpx.AsyncHTTPTransport(limits=limits, socket_options=[
+                (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]),
             follow_redirects=False)
 
     def describe(self) -> str:
