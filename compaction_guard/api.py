@@ -31,14 +31,14 @@ import asyncio
 import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Mapping, Optional, Sequence, Tuple, Union
 
-from .chain import ChainResult, arun_chain, run_chain
-from .contract import Contract, of_request, instructions_of
 from .errors import GuardError
-from .prompts import system_prompt, user_message
-from .settings import DEFAULT, Settings
-from .summarizers import SummaryReply, SummaryRequest
+
+if TYPE_CHECKING:               # imported when first used: importing an integration stays cheap
+    from .chain import ChainResult
+    from .settings import Settings
+    from .summarizers import SummaryReply, SummaryRequest
 
 __all__ = ["Ask", "Attempt", "Compaction", "Verdict", "acompact", "check_summary", "compact", "render_history"]
 
@@ -46,13 +46,12 @@ log = logging.getLogger("compaction_guard")
 
 Turn = Union[Tuple[str, str], Mapping[str, Any]]
 History = Union[str, Sequence[Turn]]
-Summarize = Callable[["Ask"], Union[str, SummaryReply]]
-AsyncSummarize = Callable[["Ask"], Union[str, SummaryReply, Awaitable[Union[str, SummaryReply]]]]
+Summarize = Callable[["Ask"], Union[str, "SummaryReply"]]
+AsyncSummarize = Callable[["Ask"], Union[str, "SummaryReply", Awaitable[Union[str, "SummaryReply"]]]]
 
 # the labels a rendered history carries (OpenClaw's, which contract.turns and structured L3 read)
 # L3's structure when the framework's prompt asks for none: what the agent needs to go on
 L3_SECTIONS = ("## Latest request", "## Identifiers", "## Decisions", "## Open tasks", "## Conversation so far")
-_L3 = Contract(sections=L3_SECTIONS)
 _ROLES = {"user": "User", "human": "User", "assistant": "Assistant", "ai": "Assistant", "model": "Assistant",
           "tool": "Tool result", "function": "Tool result", "system": "System", "developer": "System"}
 
@@ -149,7 +148,7 @@ class Compaction:
     input_tokens: int
     output_tokens: int
     notes: Tuple[str, ...] = ()
-    chain: Optional[ChainResult] = field(default=None, repr=False, compare=False)
+    chain: Optional["ChainResult"] = field(default=None, repr=False, compare=False)
 
     @property
     def failures(self) -> Tuple[str, ...]:
@@ -161,19 +160,21 @@ class Compaction:
         return dict(d, notes=list(self.notes))
 
 
-def _contract(history_text: str, prompt: Optional[str]) -> Optional[Contract]:
+def _contract(history_text: str, prompt: Optional[str]):
     if not prompt:
         return None
+    from .contract import instructions_of, of_request
     found = of_request(history_text, instructions_of(prompt.replace(history_text, " ")))
     return found if found.structured else None
 
 
 def check_summary(summary: str, history: History, *, previous: Optional[str] = None, prompt: Optional[str] = None,
-                  settings: Settings = DEFAULT) -> Verdict:
+                  settings: Optional["Settings"] = None) -> Verdict:
     """Check `summary` against the `history` it replaces (and the `previous` summary, so a
     summary stored again is `stale`); with `prompt`, also against the sections it asks for."""
     from .check import check_record
     from .records import SummaryRecord
+    settings = _settings(settings)
     text = render_history(history)
     r = check_record(SummaryRecord("summary", summary if isinstance(summary, str) else str(summary or ""), "api",
                                    input_text=text, previous=previous, contract=_contract(text, prompt)), settings)
@@ -189,16 +190,17 @@ class _Asking:
         self.name = name
         self.model = model
 
-    def ask(self, request: SummaryRequest) -> Ask:
+    def ask(self, request: "SummaryRequest") -> Ask:
+        from .prompts import system_prompt, user_message
         sections = tuple(getattr(request.contract, "sections", ()) or ())
         return Ask(request.level, self.history, system_prompt(request.strategy),
                    user_message(self.history, request.target_tokens), request.target_tokens, request.max_tokens,
                    request.temperature, sections, request.deadline)
 
-    def summarize(self, text: str, request: SummaryRequest):
+    def summarize(self, text: str, request: "SummaryRequest"):
         return self.fn(self.ask(request))
 
-    async def asummarize(self, text: str, request: SummaryRequest):
+    async def asummarize(self, text: str, request: "SummaryRequest"):
         ask = self.ask(request)
         if inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(getattr(self.fn, "__call__", None)):
             return await self.fn(ask)
@@ -214,7 +216,7 @@ def _summarizer(summarize, history: str, name: Optional[str], model: Optional[st
     return _Asking(summarize, history, name or getattr(summarize, "__name__", "callable"), model or "")
 
 
-def _public(result: ChainResult, notes: list) -> Compaction:
+def _public(result: "ChainResult", notes: list) -> Compaction:
     attempts = tuple(Attempt(a.level, a.valid, tuple(a.failures), dict(a.reasons), a.seconds, a.skipped)
                      for a in result.attempts)
     result.notes = list(result.notes) + notes
@@ -225,7 +227,7 @@ def _public(result: ChainResult, notes: list) -> Compaction:
 class _State:
     """The run's record in the guard's state: the breaker read before, level and failures after."""
 
-    def __init__(self, record: Optional[str], home, settings: Settings, on_state_error: str):
+    def __init__(self, record: Optional[str], home, settings: "Settings", on_state_error: str):
         self.via = record
         self.settings = settings
         self.strict = on_state_error == "raise"
@@ -262,7 +264,7 @@ class _State:
             self._failed(exc)
             return False
 
-    def record(self, result: ChainResult) -> None:
+    def record(self, result: "ChainResult") -> None:
         if self.store is None:
             return
         from . import breaker
@@ -275,17 +277,26 @@ class _State:
             self._failed(exc)
 
 
+def _settings(settings):
+    if settings is None:
+        from .settings import DEFAULT
+        return DEFAULT
+    return settings
+
+
 def _prepare(history, summarize, previous, prompt, settings, record, home, on_state_error, name, model):
+    from .contract import Contract
+    settings = _settings(settings)
     text = render_history(history)
     contract = _contract(text, prompt)
     state = _State(record, home, settings, on_state_error)
     return dict(text=text, summarizer=_summarizer(summarize, text, name, model), settings=settings,
                 previous=previous, skip_llm=state.breaker_open(), contract=contract, history=text,
-                l3_contract=_L3), state
+                l3_contract=Contract(sections=L3_SECTIONS)), state
 
 
 def compact(history: History, summarize: Optional[Summarize] = None, *, previous: Optional[str] = None,
-            prompt: Optional[str] = None, settings: Settings = DEFAULT, record: Optional[str] = None, home=None,
+            prompt: Optional[str] = None, settings: Optional["Settings"] = None, record: Optional[str] = None, home=None,
             on_state_error: Literal["note", "raise"] = "note", deadline_seconds: Optional[float] = None,
             name: Optional[str] = None, model: Optional[str] = None) -> Compaction:
     """Summarize `history` through the chain: `summarize(ask)` at level 1, again aggressively
@@ -301,13 +312,14 @@ def compact(history: History, summarize: Optional[Summarize] = None, *, previous
     name, model: how the summarizer is named in the state and reports"""
     kwargs, state = _prepare(history, summarize, previous, prompt, settings, record, home, on_state_error, name,
                              model)
+    from .chain import run_chain
     result = run_chain(deadline_seconds=deadline_seconds, **kwargs)
     state.record(result)
     return _public(result, state.notes)
 
 
 async def acompact(history: History, summarize: Optional[AsyncSummarize] = None, *, previous: Optional[str] = None,
-                   prompt: Optional[str] = None, settings: Settings = DEFAULT, record: Optional[str] = None,
+                   prompt: Optional[str] = None, settings: Optional["Settings"] = None, record: Optional[str] = None,
                    home=None, on_state_error: Literal["note", "raise"] = "note",
                    deadline_seconds: Optional[float] = None, name: Optional[str] = None,
                    model: Optional[str] = None) -> Compaction:
@@ -316,6 +328,7 @@ async def acompact(history: History, summarize: Optional[AsyncSummarize] = None,
     thread, so the loop is not held by the file lock."""
     kwargs, state = await asyncio.to_thread(_prepare, history, summarize, previous, prompt, settings, record, home,
                                             on_state_error, name, model)
+    from .chain import arun_chain
     result = await arun_chain(deadline_seconds=deadline_seconds, **kwargs)
     await asyncio.to_thread(state.record, result)
     return _public(result, state.notes)
