@@ -22,14 +22,26 @@ def settings(home=None):
 
 class Guarded:
     """What every integration holds: its framework's name, where it records, its settings (read
-    when first needed, once)."""
+    when first needed, once), and `on_compaction(report)`, called with what each compaction did
+    (`outcome`: the level, what failed; ids and figures, no text)."""
 
     framework = ""
 
-    def __init__(self, settings=None, record: bool = True, home=None):
+    def __init__(self, settings=None, record: bool = True, home=None, on_compaction=None):
         self._settings = settings
         self.record = record
         self.home = home
+        self.on_compaction = on_compaction
+
+    def tell(self, report: dict) -> None:
+        """Hand what a compaction did (outcome) to the application's `on_compaction`, if any; its
+        own error is logged, never raised into the agent."""
+        if self.on_compaction is None:
+            return
+        try:
+            self.on_compaction(report)
+        except Exception as exc:       # noqa: BLE001
+            log.warning("compaction-guard: on_compaction raised %s: %s", type(exc).__name__, exc)
 
     @property
     def settings(self):
