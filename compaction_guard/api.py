@@ -110,6 +110,8 @@ class Ask:
     temperature: Optional[float] = None
     sections: Tuple[str, ...] = ()      # the headings the framework's prompt asks for, in order
     deadline: Optional[float] = None    # time.monotonic() by which the whole chain must be done
+    # after a loop at level 1: {"frequency_penalty": ..., "presence_penalty": ...} (settings), else empty
+    penalties: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def aggressive(self) -> bool:
@@ -184,8 +186,9 @@ def check_summary(summary: str, history: History, *, previous: Optional[str] = N
 class _Asking:
     """A callable `summarize(ask)` as the chain's Summarizer (summarize / asummarize)."""
 
-    def __init__(self, fn, history: str, name: str, model: str):
+    def __init__(self, fn, history: str, name: str, model: str, settings):
         self.fn = fn
+        self.settings = settings
         self.history = history
         self.name = name
         self.model = model
@@ -193,9 +196,15 @@ class _Asking:
     def ask(self, request: "SummaryRequest") -> Ask:
         from .prompts import system_prompt, user_message
         sections = tuple(getattr(request.contract, "sections", ()) or ())
+        s = self.settings
+        penalties = {"frequency_penalty": s.l2_frequency_penalty, "presence_penalty": s.l2_presence_penalty} \
+            if request.penalties else {}
         return Ask(request.level, self.history, system_prompt(request.strategy),
                    user_message(self.history, request.target_tokens), request.target_tokens, request.max_tokens,
-                   request.temperature, sections, request.deadline)
+                   request.temperature, sections, request.deadline, penalties)
+
+    def penalty_params(self, settings) -> dict:
+        return {"frequency_penalty": settings.l2_frequency_penalty, "presence_penalty": settings.l2_presence_penalty}
 
     def summarize(self, text: str, request: "SummaryRequest"):
         return self.fn(self.ask(request))
@@ -208,12 +217,12 @@ class _Asking:
         return (await out) if inspect.isawaitable(out) else out
 
 
-def _summarizer(summarize, history: str, name: Optional[str], model: Optional[str]):
+def _summarizer(summarize, history: str, name: Optional[str], model: Optional[str], settings):
     if summarize is None or hasattr(summarize, "summarize"):
         return summarize                  # the chain's own (None: extractive) or a providers.build one
     if not callable(summarize):
         raise TypeError("summarize must be a callable taking an Ask, or None")
-    return _Asking(summarize, history, name or getattr(summarize, "__name__", "callable"), model or "")
+    return _Asking(summarize, history, name or getattr(summarize, "__name__", "callable"), model or "", settings)
 
 
 def _public(result: "ChainResult", notes: list) -> Compaction:
@@ -290,7 +299,7 @@ def _prepare(history, summarize, previous, prompt, settings, record, home, on_st
     text = render_history(history)
     contract = _contract(text, prompt)
     state = _State(record, home, settings, on_state_error)
-    return dict(text=text, summarizer=_summarizer(summarize, text, name, model), settings=settings,
+    return dict(text=text, summarizer=_summarizer(summarize, text, name, model, settings), settings=settings,
                 previous=previous, skip_llm=state.breaker_open(), contract=contract, history=text,
                 l3_contract=Contract(sections=L3_SECTIONS)), state
 

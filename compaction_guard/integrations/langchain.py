@@ -83,8 +83,8 @@ class GuardedSummarizer(Guarded, Runnable[Sequence[BaseMessage], str]):
         if ask.level == 1:
             return self.summary_prompt.format(messages=get_buffer_string(messages, format="xml")).rstrip(), {}
         fields = getattr(type(self.model), "model_fields", {}) or {}
-        kw = {k: v for k, v in (("max_tokens", ask.max_tokens), ("temperature", ask.temperature))
-              if k in fields and v is not None}
+        kw = {k: v for k, v in (("max_tokens", ask.max_tokens), ("temperature", ask.temperature),
+                                *ask.penalties.items()) if k in fields and v is not None}
         return [SystemMessage(f"{ask.system}\n\n{ask.instruction}"), HumanMessage(ask.prompt)], kw
 
     @staticmethod

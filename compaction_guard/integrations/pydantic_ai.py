@@ -96,7 +96,7 @@ class GuardedHistory(Guarded):
 
         async def summarize(ask):
             request = ModelRequest(parts=[SystemPromptPart(ask.system), UserPromptPart(ask.prompt)])
-            options = {"max_tokens": ask.max_tokens}
+            options = {"max_tokens": ask.max_tokens, **ask.penalties}
             if ask.temperature is not None:
                 options["temperature"] = ask.temperature
             response = await model_request(self.model, [request], model_settings=options)
