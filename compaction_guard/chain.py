@@ -156,7 +156,7 @@ def chain_steps(text: str, summarizer=None, settings: Settings = DEFAULT, record
     history:  the conversation alone, for a structured L3 (default: `text`)
     l3_contract: the structure L3 is written in when the request asked for none (the latest
               request, the identifiers, ... by extraction: structured.build), unless that would be
-              no smaller than the input (then head and tail, truncate_l3)"""
+              no smaller than the input (a short history: then the input itself)"""
     input_tokens = estimate_tokens(text)
     budget = settings.chain_deadline_seconds if deadline_seconds is None else deadline_seconds
     deadline = time.monotonic() + budget
@@ -222,7 +222,8 @@ def chain_steps(text: str, summarizer=None, settings: Settings = DEFAULT, record
         cut = structured_l3(text if history is None else history, previous, shape, settings,
                             max(l2_target(input_tokens, settings), minimum_tokens(shape)))
         if contract is None and estimate_tokens(cut) >= input_tokens:
-            cut, shape = None, None       # a short history: its own head and tail are smaller
+            # a history shorter than its extraction: kept whole (never larger than the input)
+            cut, shape = truncate_l3(text, settings, budget=input_tokens).text, None
     if cut is None:
         cut = truncate_l3(text, settings).text
     verdict = check_record(SummaryRecord(record_id, cut, "chain", input_text=text, contract=contract), settings,
