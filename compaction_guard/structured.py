@@ -34,7 +34,7 @@ from .tokens import estimate_tokens
 _KINDS = [
     ("user_messages", re.compile(r"user messages", re.I)),
     ("ask", re.compile(r"pending user ask|original request|user request|primary request|request|goal|intent", re.I)),
-    ("identifier", re.compile(r"identifier|critical context|files|reference|technical concept", re.I)),
+    ("identifier", re.compile(r"identifier|critical context|files|artifact|reference|technical concept", re.I)),
     ("decision", re.compile(r"decision", re.I)),
     ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress", re.I)),
     ("constraint", re.compile(r"constraint|rule|preference|requirement", re.I)),
