@@ -100,6 +100,10 @@ def _result(rec, findings, output_tokens, input_tokens, fidelity=None) -> Result
     r.tokens_before = rec.context_before if rec.context_before is not None else input_tokens
     r.tokens_after = rec.context_after if rec.context_after is not None else output_tokens
     r.trigger = (rec.meta or {}).get("trigger")
+    # the conversation the store says it condensed, by the store's own id of it (a session,
+    # Codex's thread, lossless-claw's conversation): a team's telemetry joins on it
+    meta = rec.meta or {}
+    r.conversation = next((str(meta[k]) for k in ("session", "thread", "conversation_id") if meta.get(k)), None)
     return r
 
 

@@ -26,7 +26,8 @@ def event(result, via: str, agent: Optional[str] = None, level: Optional[int] = 
     """The telemetry event of one judged summary (check.Result): ids and figures only."""
     fallback = bool(getattr(result, "fallback", False)) or "truncation_marker" in result.failures
     return {"at_ns": when_ns or time.time_ns(), "agent": agent, "via": via, "source": result.source,
-            "summary_id": str(result.id), "session": _str(getattr(result, "session", None)),
+            "summary_id": str(result.id),
+            "session": _str(getattr(result, "conversation", None) or getattr(result, "session", None)),
             "valid": not result.failures, "failures": list(result.failures),
             "warnings": sorted({f.kind for f in result.findings if not f.failure}),
             "level": level or (3 if fallback else 1), "fallback": fallback,
