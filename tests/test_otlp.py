@@ -279,3 +279,23 @@ def test_the_hooks_ordinary_path_imports_nothing_of_it(tmp_path):
     assert not imported & {"compaction_guard.telemetry", "compaction_guard.otlp", "compaction_guard.verdicts",
                            "compaction_guard.state", "http.client", "subprocess"}
     assert not (tmp_path / "claude").exists()
+
+
+def test_the_variables_are_read_as_the_sdks_read_them():
+    from compaction_guard import otlp
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318/", "OTEL_EXPORTER_OTLP_HEADERS":
+           "api-key=a%2Cb%3Dc, x-one = 1", "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "x-one=2",
+           "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://logs:9/custom", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2500",
+           "OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attrs,k=v%20w", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}
+    cfg = otlp.from_env(env, {"host.name": "h"})
+    assert cfg.targets["logs"].url == "http://logs:9/custom"                     # a signal's own, as given
+    assert cfg.targets["metrics"].url == "https://collector:4318/v1/metrics"     # the base, with its path
+    assert cfg.targets["logs"].headers == {"api-key": "a,b=c", "x-one": "1"}
+    assert cfg.targets["metrics"].headers["x-one"] == "2" and cfg.targets["metrics"].timeout == 2.5
+    assert cfg.targets["logs"].gzip and cfg.resource == {"service.name": "from-attrs", "host.name": "h", "k": "v w"}
+    assert otlp.from_env(dict(env, OTEL_SERVICE_NAME="svc")).resource["service.name"] == "svc"
+    grpc = otlp.from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    assert not grpc.enabled and "OTLP over HTTP only" in grpc.problems[0]
+    assert not otlp.from_env({}).enabled and not otlp.configured({"OTEL_SDK_DISABLED": "true",
+                                                                   "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"})
+    assert "a,b=c" not in cfg.targets["logs"].describe()                         # never a header in a log line
