@@ -97,7 +97,8 @@ def publish(guard_dir, agent: Optional[str], events: list, settings, env=None) -
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(doc, fh, separators=(",", ":"))
             os.replace(tmp, spool / f"{name}.json")
-        _start_worker(Path(guard_dir), env)
+        if not _worker_running(spool):
+            _start_worker(Path(guard_dir), env)
     except Exception as exc:            # noqa: BLE001 - telemetry never breaks what recorded the verdict
         log_line(Path(guard_dir), f"could not hand verdicts to the worker ({type(exc).__name__}: {exc})"[:300])
 
@@ -107,6 +108,23 @@ def _count_of(path: Path) -> int:
         return int(path.stem.rsplit("-", 1)[1])
     except (IndexError, ValueError):
         return 1
+
+
+def _worker_running(spool: Path) -> bool:
+    """Whether a worker holds the spool's lock: it sends what was just written (it looks again
+    after letting the lock go), so no other is started."""
+    import fcntl
+    try:
+        fd = os.open(spool / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _start_worker(guard_dir: Path, env=None) -> None:
@@ -155,12 +173,12 @@ def flush(guard_dir: Path, env=None) -> dict:
             files = sorted(spool.glob("*.json"))
             while files:
                 docs = [d for d in (_read(p) for p in files) if d]
+                for p in files:             # taken: whatever happens next, never sent twice
+                    p.unlink(missing_ok=True)
                 settings = dict(docs[-1]["settings"]) if docs else {}
                 if hasattr(signal, "SIGALRM"):
                     signal.alarm(max(1, int(float(settings.get("telemetry_deadline_seconds", 30)))))
                 _send_round(guard_dir, docs, settings, env, done)
-                for p in files:
-                    p.unlink(missing_ok=True)
                 files = sorted(spool.glob("*.json"))
             fcntl.flock(lock, fcntl.LOCK_UN)
             if not any(spool.glob("*.json")):   # none came while the lock was let go
