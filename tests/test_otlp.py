@@ -249,13 +249,15 @@ def test_with_the_collector_down_the_hook_takes_no_longer_and_says_so_once(tmp_p
         home = _codex_home(tmp_path / "down", cases)
         env = dict(base, HOME=str(home.parent), CODEX_HOME=str(home),
                    OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{hole.getsockname()[1]}",
-                   OTEL_EXPORTER_OTLP_TIMEOUT="1500")
+                   OTEL_EXPORTER_OTLP_TIMEOUT="3000")
         for case in cases:
             down.append(_post_compact(home, case, env))
         # the verdict is handed over, not sent, by the hook: no slower than with no collector at all
+        # (a hook that waited for the collector would take its 3 s timeout more; the margin is the
+        # host's noise, shared with other work)
         print(f"hook codex PostCompact, median s: no collector {statistics.median(quiet):.3f}, collector down "
               f"{statistics.median(down):.3f}")
-        assert statistics.median(down) < statistics.median(quiet) + 0.15, (quiet, down)
+        assert statistics.median(down) < statistics.median(quiet) + 0.5, (quiet, down)
         assert max(down) < hook.BUDGET
         guard_dir = home / "compaction-guard"
         assert wait_until(lambda: not list((guard_dir / "telemetry").glob("*.json")), timeout=60)
