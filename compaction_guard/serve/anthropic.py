@@ -10,6 +10,19 @@ from .protocol import pieces, sse
 VERSION = "2023-06-01"
 
 
+def generation(path: str) -> bool:
+    """Whether `path` is where a model answers (not `/v1/messages/count_tokens`)."""
+    return path.rstrip("/").endswith("/messages")
+
+
+def streamed(path: str, body: dict) -> bool:
+    return body.get("stream") is True
+
+
+def model_of(path: str, body: dict) -> str:
+    return body.get("model") if isinstance(body.get("model"), str) else ""
+
+
 def parse_answer(data) -> tuple:
     """(text, reasoning characters, finish: None | "cut_off" | "refusal") of a message."""
     if not isinstance(data, dict):
@@ -45,6 +58,10 @@ def stream(out, model: str, include_usage: bool = False):
 
 def keepalive() -> bytes:
     return b'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def note(text: str) -> bytes:
+    return f": {text}\n\n".encode()
 
 
 def stream_error(message: str) -> bytes:

@@ -9,6 +9,18 @@ import uuid
 from .protocol import pieces, sse
 
 
+def generation(path: str) -> bool:
+    return path.rstrip("/").endswith("/chat/completions")
+
+
+def streamed(path: str, body: dict) -> bool:
+    return body.get("stream") is True
+
+
+def model_of(path: str, body: dict) -> str:
+    return body.get("model") if isinstance(body.get("model"), str) else ""
+
+
 def parse_answer(data) -> tuple:
     """(text, reasoning characters, finish: None | "cut_off" | "refusal") of a chat completion;
     ValueError when it has no `choices[0].message`."""
@@ -54,6 +66,10 @@ def stream(out, model: str, include_usage: bool = False):
 
 def keepalive() -> bytes:
     return b": keep-alive\n\n"
+
+
+def note(text: str) -> bytes:
+    return f": {text}\n\n".encode()
 
 
 def stream_error(message: str) -> bytes:
