@@ -110,9 +110,15 @@ def main() -> int:
                 serve.wait(30)
             except subprocess.TimeoutExpired:
                 serve.kill()
-        info["requests"] = [{"kind": r["kind"], "path": r["path"], "method": r["method"], "key": k,
-                             "body": r["body"] if r["kind"] == "turn" else None}
+        info["requests"] = [{"kind": r["kind"], "path": r["path"], "method": r["method"], "key": k}
                             for r, k in zip(up.requests, up.keys)]
+        turns = [r["body"] for r in up.requests if r["kind"] == "turn"]
+        # the tool's output as Codex sent it back to the model, and the last request's messages
+        info["tool_outputs"] = [it.get("output") for b in turns for it in b.get("input") or []
+                                if isinstance(it, dict) and it.get("type") == "function_call_output"]
+        info["last_input"] = [{"role": it.get("role"), "text": "\n".join(
+            c.get("text", "") for c in it.get("content") or [] if isinstance(c, dict))}
+            for it in (turns[-1].get("input") or []) if isinstance(it, dict) and it.get("type") == "message"]
     info["serve_log"] = log.read_text()
     (out / "run.json").write_text(json.dumps(info, indent=1, ensure_ascii=False), encoding="utf-8")
     return 0

@@ -35,6 +35,16 @@ def run(script: str, case: str, out: Path, mode: str) -> dict:
     return json.loads((out / "run.json").read_text(encoding="utf-8"))
 
 
+def session(script: str, out: Path) -> dict:
+    """tests/<script> OUT (one whole live session) in a network namespace with only loopback;
+    its run.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / script), str(out)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads((out / "run.json").read_text(encoding="utf-8"))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

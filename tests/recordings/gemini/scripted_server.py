@@ -17,6 +17,10 @@ Main turns: when the last user content is a text prompt and `tool_first` is set,
 harmless tool call (read_file on `tool_file`), then answers `reply` to the function response: two model
 calls in one `-p` run, so Gemini CLI checks for compression before the second one.
 
+`main_delay` seconds pass before a main turn is answered (0 by default): a model's own latency. In a
+headless run Gemini CLI starts `/compress` in the background and sends "/compress" to the model at the same
+time; the process ends with that turn, and a compression still running then is lost.
+
 Usage reported: `usageMetadata.promptTokenCount` = `prompt_tokens` when set, else an estimate of the
 request (JSON length / 4, about what the real API would count). Gemini CLI compresses before a model call
 when its last reported promptTokenCount >= model.compressionThreshold * the model's token limit.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPLY = "Noted."
@@ -109,6 +114,7 @@ class ScriptedGemini:
         self.tool_file = tool_file
         self.tool_name = tool_name
         self.tool_arg = tool_arg
+        self.main_delay = 0.0
         self.requests = []
         self.keys = []
         self.compressions = []      # (kind, text answered)
@@ -139,6 +145,7 @@ class ScriptedGemini:
                 if path.endswith(":countTokens"):
                     return self._json(200, {"totalTokens": usage["promptTokenCount"]})
                 if path.endswith(":streamGenerateContent"):
+                    time.sleep(server.main_delay)
                     return self._stream(server._main_parts(body), model, usage)
                 if path.endswith(":generateContent"):
                     if is_compression(body):
