@@ -12,7 +12,9 @@ ordinary turns (the incident log; a turn whose answer is a tool call Codex runs)
 compactions after a turn (Codex at 80% of a 100,000-token window: the scripted server reports
 90,000 input tokens on those turns) and three manual ones (`codex app-server`,
 `thread/compact/start`), each compaction answered by the upstream from SCRIPT in order (the guard
-asks L1, then L2 when L1 fails). Writes OUTDIR/run.json: each step's exit status and what Codex
+asks L1, then L2 when L1 fails). The first compaction's upstream takes 5 s, longer than Codex waits
+between two events of a stream here (`stream_idle_timeout_ms = 3000`): the guard's keep-alive
+events hold it. Writes OUTDIR/run.json: each step's exit status and what Codex
 printed, the upstream's requests (kind, path, the credential they carried), the serve log.
 """
 from __future__ import annotations
@@ -42,7 +44,7 @@ GOOD_L2 = ("## Current progress and key decisions made\n- Deploy ticket OPS-4411
            "MAX_RETRY_BACKOFF_MS=45000 in src/deploy/retry.ts; the incident log of SUP-82841 was reviewed.\n"
            "## What remains to be done\n- Decide whether MAX_RETRY_BACKOFF_MS goes down to 30000.")
 # the upstream's answers to compaction requests, in order (L1, then L2 where L1 failed)
-SCRIPT = [GOOD,                         # auto 1: passes at L1, stored unchanged
+SCRIPT = [GOOD,                         # auto 1: 5 s upstream; passes at L1, stored unchanged
           PREAMBLE, PREAMBLE,           # auto 2: L3
           HTTP_500, HTTP_500,           # auto 3: L3
           LOOP, LOOP,                   # manual 1: L3
@@ -80,17 +82,20 @@ def main() -> int:
         serve_env.update(HOME=str(home), CODEX_HOME=str(codex_home))
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
         serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", "codex", "--base-url",
-                                  up.url, "--port", str(port), "--set", "breaker_threshold=10"],
+                                  up.url, "--port", str(port), "--set", "breaker_threshold=10", "--set",
+                                  "serve_keepalive_seconds=1"],
                                  env=serve_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         try:
             if not wait_healthz(port, 60):
                 raise SystemExit(f"serve did not start: {log.read_text()}")
-            write_config(codex_home, f"http://127.0.0.1:{port}", model="gpt-5.5", context_window=100000,
-                         threshold_percent=80)
+            cfg = write_config(codex_home, f"http://127.0.0.1:{port}", model="gpt-5.5", context_window=100000,
+                               threshold_percent=80)
+            cfg.write_text(cfg.read_text().replace("stream_idle_timeout_ms = 20000", "stream_idle_timeout_ms = 3000"))
             thread = None
-            for kind, prompt, tokens in STEPS:
+            for n, (kind, prompt, tokens) in enumerate(STEPS):
                 t0 = time.monotonic()
                 up.input_tokens = tokens
+                up.compaction_delay = 5.0 if n == 2 else 0.0
                 if kind == "turn":
                     r = run(b, work, env, prompt, resume=thread, timeout=180)
                     thread = thread or r["thread_id"]

@@ -68,6 +68,7 @@ class ScriptedResponses:
         self.tool_trigger = tool_trigger
         self.tool_call = tool_call
         self.turns = 0
+        self.compaction_delay = 0.0     # seconds before a compaction request is answered (a slow model)
         self.requests = []
         self.keys = []
         self._lock = threading.Lock()
@@ -113,6 +114,7 @@ class ScriptedResponses:
                     return self._json(404, {"error": {"message": f"not scripted: {self.path}"}})
                 call = srv._wants_tool(body) if kind == "turn" else None
                 if kind == "compaction":
+                    time.sleep(srv.compaction_delay)
                     text = srv._next_summary()
                 else:
                     srv.turns += 1
