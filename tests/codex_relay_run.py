@@ -5,9 +5,9 @@ tests/test_codex_relay.py.
 
 Inside a network namespace with only loopback (Codex tries github.com at start): brings `lo` up,
 starts the scripted Responses server (tests/recordings/codex/scripted_server.py) on 127.0.0.1,
-then `compaction-guard serve --agent codex --base-url <the scripted server's /v1>` as a user starts
-it (its own process), and points Codex's custom provider at the guard (`base_url =
-"http://127.0.0.1:<serve>"`, the README's routing line). One thread, one after the other:
+then serve and Codex's custom provider as the README's routing line writes them (`compaction-guard
+serve --agent codex --base-url URL`, URL the scripted server's /v1, in a process of its own; the
+provider's `base_url = "http://127.0.0.1:8742"`, the port the one serve listens on). One thread, one after the other:
 ordinary turns (the incident log; a turn whose answer is a tool call Codex runs), three automatic
 compactions after a turn (Codex at 80% of a 100,000-token window: the scripted server reports
 90,000 input tokens on those turns) and three manual ones (`codex app-server`,
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -62,6 +64,14 @@ STEPS = [("turn", FIRST, 0), ("turn", TOOL_TURN, 0),
          ("turn", "What was the deploy ticket, and what did I ask last?", 0)]
 
 
+def readme_routing() -> tuple:
+    """(the serve command, the provider's base_url) as the README's Codex section writes them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = readme[readme.index("## Behind Codex"):readme.index("## Behind Gemini CLI")]
+    cmd = re.search(r"`(compaction-guard serve --agent codex[^`]*)`", part).group(1)
+    return cmd, re.search(r'`base_url = "([^"]+)"`', part).group(1)
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -72,7 +82,8 @@ def main() -> int:
     work = home / "work"
     work.mkdir(parents=True, exist_ok=True)
     (work / "notes.txt").write_text("deploy notes: OPS-4411\n")
-    info = {"steps": []}
+    info = {"steps": [], "script": {"good": GOOD, "good_l2": GOOD_L2, "preamble": PREAMBLE, "loop": LOOP,
+                                    "levels": EXPECTED}}
     with ScriptedResponses(SCRIPT, input_tokens=0, compaction_input_tokens=0) as up:
         env = env_for(home)
         codex_home = Path(env["CODEX_HOME"])
@@ -80,16 +91,18 @@ def main() -> int:
         log = out / "serve.log"
         serve_env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "GUARD_"))}
         serve_env.update(HOME=str(home), CODEX_HOME=str(codex_home))
+        cmd, base_url = readme_routing()
+        info["readme"] = {"command": cmd, "base_url": base_url}
+        argv = [up.url if w == "URL" else w for w in shlex.split(cmd)[1:]]
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
-        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", "codex", "--base-url",
-                                  up.url, "--port", str(port), "--set", "breaker_threshold=10", "--set",
-                                  "serve_keepalive_seconds=1"],
+        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *argv, "--port", str(port), "--set",
+                                  "breaker_threshold=10", "--set", "serve_keepalive_seconds=1"],
                                  env=serve_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         try:
             if not wait_healthz(port, 60):
                 raise SystemExit(f"serve did not start: {log.read_text()}")
-            cfg = write_config(codex_home, f"http://127.0.0.1:{port}", model="gpt-5.5", context_window=100000,
-                               threshold_percent=80)
+            cfg = write_config(codex_home, base_url.replace(":8742", f":{port}"), model="gpt-5.5",
+                               context_window=100000, threshold_percent=80)
             cfg.write_text(cfg.read_text().replace("stream_idle_timeout_ms = 20000", "stream_idle_timeout_ms = 3000"))
             thread = None
             for n, (kind, prompt, tokens) in enumerate(STEPS):

@@ -5,9 +5,9 @@ tests/test_gemini_relay.py.
 
 Inside a network namespace with only loopback (Gemini CLI tries the internet at start): brings
 `lo` up, starts the scripted Gemini API (tests/recordings/gemini/scripted_server.py) on
-127.0.0.1, then `compaction-guard serve --agent gemini --base-url <the scripted API>` as a user
-starts it (its own process), and points Gemini CLI at the guard with `GOOGLE_GEMINI_BASE_URL` (the
-README's routing line). One session, one headless run after the other (`gemini -p`, then
+127.0.0.1, then serve and Gemini CLI as the README's routing line writes them: `compaction-guard
+serve --agent gemini` (its own process; `--base-url` the scripted API, offline), and
+`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8742`, the port the one serve listens on. One session, one headless run after the other (`gemini -p`, then
 `--resume latest`): ordinary turns (a tool call Gemini CLI runs, streamed answers), two automatic
 compressions (a compression threshold of 1% of gemini-2.5-flash's window: a pasted incident log
 passes it) and then, the threshold at 90% (no automatic one), two manual ones (`/compress`; a
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -53,12 +55,22 @@ VERIFIES = [GOOD_LONG,                  # auto 1: passes at L1, stored unchanged
             PREAMBLE, PREAMBLE,         # auto 2: L3, the guard's L3 of the first call repeated
             HTTP_500, HTTP_500,         # manual 1: L3, the same
             PREAMBLE, PREAMBLE]         # manual 2: L3, the first call's L2 answer repeated
+# the level of each call, in order (first call, verify call per compression)
+LEVELS = ["L1", "L1", "L3", "L3", "L3", "L3", "L2", "L3"]
 P3 = ("Here is a second incident log, from the canary; keep it too:\n\n"
       + incident_log(6000).replace("SUP-", "CAN-"))
 # (kind, prompt, compression threshold)
 RUNS = [("turn", P1_LONG, 0.01), ("auto", P2, 0.01), ("auto", P3, 0.01), ("manual", "/compress", 0.9),
         ("turn", "Which branch was it again?", 0.9), ("manual", "/compress", 0.9),
         ("after", "What was the deploy ticket, and what did I ask last?", 0.9)]
+
+
+def readme_routing() -> tuple:
+    """(the serve command, the variable's value) as the README's Gemini CLI section writes them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = readme[readme.index("## Behind Gemini CLI"):readme.index("## Behind opencode")]
+    cmd = re.search(r"`(compaction-guard serve --agent gemini[^`]*)`", part).group(1)
+    return cmd, re.search(r"`GOOGLE_GEMINI_BASE_URL=(\S+) gemini`", part).group(1)
 
 
 def main() -> int:
@@ -71,20 +83,23 @@ def main() -> int:
     home.mkdir(parents=True, exist_ok=True)
     (work / "notes.txt").write_text("deploy notes: OPS-4411\n")
     (work / "src" / "deploy" / "retry.ts").write_text("export const MAX_RETRY_BACKOFF_MS = 45000;\n")
-    info = {"runs": []}
+    info = {"runs": [], "script": {"good": GOOD_LONG, "good_l2": GOOD_L2, "preamble": PREAMBLE, "loop": LOOP,
+                                   "levels": LEVELS}}
     with ScriptedGemini(summaries=SUMMARIES, verifies=VERIFIES) as up:
         port = free_port()
         log = out / "serve.log"
         serve_env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "GUARD_"))}
         serve_env.update(HOME=str(home))
+        cmd, base_url = readme_routing()
+        info["readme"] = {"command": cmd, "GOOGLE_GEMINI_BASE_URL": base_url}
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
-        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", "gemini", "--base-url",
-                                  up.url, "--port", str(port), "--set", "breaker_threshold=10"],
+        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *shlex.split(cmd)[1:], "--base-url", up.url,
+                                  "--port", str(port), "--set", "breaker_threshold=10"],
                                  env=serve_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
         try:
             if not wait_healthz(port, 60):
                 raise SystemExit(f"serve did not start: {log.read_text()}")
-            env = g.env_for(home, f"http://127.0.0.1:{port}")
+            env = g.env_for(home, base_url.replace(":8742", f":{port}"))
             mains_after = []
             for i, (kind, prompt, threshold) in enumerate(RUNS):
                 g.write_settings(home, threshold=threshold)

@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "codex"))
 
 from codex_real import binary, rollout_for  # noqa: E402
-from codex_relay_run import EXPECTED, GOOD, GOOD_L2, LOOP, PREAMBLE  # noqa: E402
 from livekit import require, session  # noqa: E402
 
 from compaction_guard.agents.codex.store import summary_of  # noqa: E402
@@ -60,6 +59,9 @@ def test_ordinary_turns_and_a_tool_call_reach_codex_as_the_upstream_sent_them(ru
     assert calls[0]["aggregated_output"] == "deploy notes: OPS-4411\n"
     assert any("deploy notes: OPS-4411" in str(o) for o in info["tool_outputs"])
     # every request went to the upstream's path with Codex's own credential; none of it in the guard's log
+    # serve and the provider as the README's routing line writes them
+    assert info["readme"]["command"] == "compaction-guard serve --agent codex --base-url URL"
+    assert info["readme"]["base_url"] == "http://127.0.0.1:8742"
     posts = [r for r in info["requests"] if r["method"] == "POST"]
     assert posts and all(r["path"] == "/v1/responses" and r["key"] == KEY for r in posts)
     assert "sk-test-0000" not in info["serve_log"]
@@ -69,21 +71,22 @@ def test_ordinary_turns_and_a_tool_call_reach_codex_as_the_upstream_sent_them(ru
 
 def test_every_compaction_leaves_the_upstreams_good_answer_or_the_guards_in_the_rollout(run):
     info, home, env = run
+    script = info["script"]
     assert all(s.get("error") is None and s.get("compaction_items") == 2 for s in info["steps"]
                if s["kind"] == "manual"), info["steps"]
     got = summaries(home, info["thread"])
-    assert len(got) == len(EXPECTED) == 6, info["serve_log"]
+    assert len(got) == len(script["levels"]) == 6, info["serve_log"]
     levels = [line.split("answered at ")[1][:2] for line in info["serve_log"].splitlines() if "answered at" in line]
-    assert levels == EXPECTED, info["serve_log"]
-    assert got[0] == GOOD                          # passed at L1: stored as the upstream wrote it
-    assert got[5] == GOOD_L2                       # L2's answer, as the upstream wrote it
+    assert levels == script["levels"] == ["L1", "L3", "L3", "L3", "L3", "L2"], info["serve_log"]
+    assert got[0] == script["good"]                # passed at L1: stored as the upstream wrote it
+    assert got[5] == script["good_l2"]             # L2's answer, as the upstream wrote it
     for text in got[1:5]:                          # the guard's L3: Codex's handoff parts, the conversation's lines
         assert text.startswith("## Current progress and key decisions made") and NOTE in text, text[:300]
         assert "## What remains to be done (clear next steps)" in text and "OPS-4411" in text
-        assert PREAMBLE not in text and LOOP[:80] not in text
+        assert script["preamble"] not in text and script["loop"][:80] not in text
     # what the model sees next: the last summary, after the user's own messages
     texts = [m["text"] for m in info["last_input"]]
-    assert any(GOOD_L2 in t for t in texts), texts[-3:]
+    assert any(script["good_l2"] in t for t in texts), texts[-3:]
 
 
 def test_the_state_has_each_verdict_and_a_plain_check_passes_them_or_names_the_fallback(run):

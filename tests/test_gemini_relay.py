@@ -18,15 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "gemini"))
 
 import gemini_real as g  # noqa: E402
-from gemini_relay_run import GOOD_L2, LOOP  # noqa: E402
 from livekit import require, session  # noqa: E402
-from record import GOOD_LONG, PREAMBLE  # noqa: E402
 
 from compaction_guard.structured import NOTE  # noqa: E402
 
 KEY = "sk-test-0000"                 # what gemini_real.env_for gives Gemini CLI (GEMINI_API_KEY)
-# (first call, verify call) levels per compression: auto good, auto preamble, manual loop/500, manual empty/preamble
-LEVELS = ["L1", "L1", "L3", "L3", "L3", "L3", "L2", "L3"]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +62,9 @@ def test_ordinary_turns_and_a_tool_call_reach_gemini_cli_as_the_upstream_sent_th
     first = info["runs"][0]["requests"]
     assert first == ["streamGenerateContent", "streamGenerateContent"]       # the tool call, then its answer
     assert any(isinstance(t, dict) and t.get("output") == "deploy notes: OPS-4411\n" for t in info["tool_results"])
+    # serve and Gemini CLI as the README's routing line writes them
+    assert info["readme"] == {"command": "compaction-guard serve --agent gemini",
+                              "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8742"}
     posts = [r for r in info["requests"] if r["path"].startswith("/v1beta/")]
     assert posts and all(r["key"] == KEY for r in posts)
     assert KEY not in info["serve_log"]
@@ -74,19 +73,21 @@ def test_ordinary_turns_and_a_tool_call_reach_gemini_cli_as_the_upstream_sent_th
 
 def test_both_calls_of_every_compression_are_checked_and_the_session_keeps_a_good_summary(run):
     info, home, env = run
+    script = info["script"]
+    # (first call, verify call) per compression: auto good, auto preamble, manual loop/500, manual empty/preamble
     levels = [line.split("answered at ")[1][:2] for line in info["serve_log"].splitlines() if "answered at" in line]
-    assert levels == LEVELS, info["serve_log"]
+    assert levels == script["levels"] == ["L1", "L1", "L3", "L3", "L3", "L3", "L2", "L3"], info["serve_log"]
     got = stored(home)
     assert len(got) == 4, got
-    assert got[0] == GOOD_LONG                     # the verify call's answer, passed at L1: stored unchanged
+    assert got[0] == script["good"]                # the verify call's answer, passed at L1: stored unchanged
     for text in got[1:3]:                          # the guard's L3, kept through the verify call
         assert text.startswith("<state_snapshot>\n<overall_goal>") and text.endswith("</state_snapshot>"), text[:200]
         assert NOTE in text and "OPS-4411" in text and "<task_state>" in text
-        assert PREAMBLE not in text and LOOP[:80] not in text
+        assert script["preamble"] not in text and script["loop"][:80] not in text
     # the first call's L2 answer, which the verify call's upstream spoiled: it survived
-    assert got[3] == GOOD_L2
+    assert got[3] == script["good_l2"]
     # and the next model call carries it
-    assert any(GOOD_L2 in t for req in info["after"] for _role, t in req), info["after"][:1]
+    assert any(script["good_l2"] in t for req in info["after"] for _role, t in req), info["after"][:1]
 
 
 def test_the_state_has_each_verdict_and_a_plain_check_passes_them_or_names_the_fallback(run):
