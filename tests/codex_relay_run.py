@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from codex_live_run import FIRST, SUMMARIES  # noqa: E402
 from codex_real import binary, env_for, run, write_config  # noqa: E402
-from livekit import free_port, wait_healthz  # noqa: E402
+from livekit import readme_section, serve_process  # noqa: E402
 from record import manual_compact  # noqa: E402
 from scripted_server import HTTP_500, ScriptedResponses  # noqa: E402
 
@@ -66,8 +66,7 @@ STEPS = [("turn", FIRST, 0), ("turn", TOOL_TURN, 0),
 
 def readme_routing() -> tuple:
     """(the serve command, the provider's base_url) as the README's Codex section writes them."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    part = readme[readme.index("## Behind Codex"):readme.index("## Behind Gemini CLI")]
+    part = readme_section("## Behind Codex", "## Behind Gemini CLI")
     cmd = re.search(r"`(compaction-guard serve --agent codex[^`]*)`", part).group(1)
     return cmd, re.search(r'`base_url = "([^"]+)"`', part).group(1)
 
@@ -87,20 +86,15 @@ def main() -> int:
     with ScriptedResponses(SCRIPT, input_tokens=0, compaction_input_tokens=0) as up:
         env = env_for(home)
         codex_home = Path(env["CODEX_HOME"])
-        port = free_port()
         log = out / "serve.log"
         serve_env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "GUARD_"))}
         serve_env.update(HOME=str(home), CODEX_HOME=str(codex_home))
         cmd, base_url = readme_routing()
         info["readme"] = {"command": cmd, "base_url": base_url}
-        argv = [up.url if w == "URL" else w for w in shlex.split(cmd)[1:]]
+        args = [up.url if w == "URL" else w for w in shlex.split(cmd)[2:]]
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
-        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *argv, "--port", str(port), "--set",
-                                  "breaker_threshold=10", "--set", "serve_keepalive_seconds=1"],
-                                 env=serve_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-        try:
-            if not wait_healthz(port, 60):
-                raise SystemExit(f"serve did not start: {log.read_text()}")
+        with serve_process(args + ["--set", "breaker_threshold=10", "--set", "serve_keepalive_seconds=1"], serve_env,
+                           log) as port:
             cfg = write_config(codex_home, base_url.replace(":8742", f":{port}"), model="gpt-5.5",
                                context_window=100000, threshold_percent=80)
             cfg.write_text(cfg.read_text().replace("stream_idle_timeout_ms = 20000", "stream_idle_timeout_ms = 3000"))
@@ -122,12 +116,6 @@ def main() -> int:
                 step["seconds"] = round(time.monotonic() - t0, 1)
                 info["steps"].append(step)
             info["thread"] = thread
-        finally:
-            serve.terminate()
-            try:
-                serve.wait(30)
-            except subprocess.TimeoutExpired:
-                serve.kill()
         info["requests"] = [{"kind": r["kind"], "path": r["path"], "method": r["method"], "key": k}
                             for r, k in zip(up.requests, up.keys)]
         turns = [r["body"] for r in up.requests if r["kind"] == "turn"]

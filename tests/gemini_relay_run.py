@@ -35,7 +35,7 @@ sys.path.insert(0, str(REC))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import gemini_real as g  # noqa: E402
-from livekit import free_port, wait_healthz  # noqa: E402
+from livekit import readme_section, serve_process  # noqa: E402
 from record import GOOD_LONG, P1_LONG, P2, PREAMBLE, SCRATCH, incident_log  # noqa: E402
 from scripted_server import HTTP_500, ScriptedGemini, is_compression, is_verify  # noqa: E402
 
@@ -67,8 +67,7 @@ RUNS = [("turn", P1_LONG, 0.01), ("auto", P2, 0.01), ("auto", P3, 0.01), ("manua
 
 def readme_routing() -> tuple:
     """(the serve command, the variable's value) as the README's Gemini CLI section writes them."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    part = readme[readme.index("## Behind Gemini CLI"):readme.index("## Behind opencode")]
+    part = readme_section("## Behind Gemini CLI", "## Behind opencode")
     cmd = re.search(r"`(compaction-guard serve --agent gemini[^`]*)`", part).group(1)
     return cmd, re.search(r"`GOOGLE_GEMINI_BASE_URL=(\S+) gemini`", part).group(1)
 
@@ -86,19 +85,14 @@ def main() -> int:
     info = {"runs": [], "script": {"good": GOOD_LONG, "good_l2": GOOD_L2, "preamble": PREAMBLE, "loop": LOOP,
                                    "levels": LEVELS}}
     with ScriptedGemini(summaries=SUMMARIES, verifies=VERIFIES) as up:
-        port = free_port()
         log = out / "serve.log"
         serve_env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_", "GUARD_"))}
         serve_env.update(HOME=str(home))
         cmd, base_url = readme_routing()
         info["readme"] = {"command": cmd, "GOOGLE_GEMINI_BASE_URL": base_url}
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
-        serve = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), *shlex.split(cmd)[1:], "--base-url", up.url,
-                                  "--port", str(port), "--set", "breaker_threshold=10"],
-                                 env=serve_env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-        try:
-            if not wait_healthz(port, 60):
-                raise SystemExit(f"serve did not start: {log.read_text()}")
+        with serve_process(shlex.split(cmd)[2:] + ["--base-url", up.url, "--set", "breaker_threshold=10"], serve_env,
+                           log) as port:
             env = g.env_for(home, base_url.replace(":8742", f":{port}"))
             mains_after = []
             for i, (kind, prompt, threshold) in enumerate(RUNS):
@@ -119,12 +113,6 @@ def main() -> int:
                                     for c in q["body"].get("contents") or []]
                                    for q in reqs if q["path"].split("?")[0].endswith(":streamGenerateContent")]
             info["after"] = mains_after
-        finally:
-            serve.terminate()
-            try:
-                serve.wait(30)
-            except subprocess.TimeoutExpired:
-                serve.kill()
         info["requests"] = [{"path": q["path"], "key": k} for q, k in zip(up.requests, up.keys)]
         # the tool's result as Gemini CLI sent it back to the model
         info["tool_results"] = [p["functionResponse"].get("response") for q in up.requests

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from .protocol import pieces
+from .protocol import pieces, sse_data
 
 _REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
                       "LANGUAGE"})
@@ -64,14 +64,7 @@ def read_stream(data: bytes) -> tuple:
     as it came: each chunk's first candidate's text joined; `error` an error object in a
     chunk, or why the stream is not whole (no chunk said why it finished), else None."""
     text, thought, finish, error, whole = [], 0, None, None, False
-    for event in data.replace(b"\r\n", b"\n").split(b"\n\n"):
-        payload = b"\n".join(line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:"))
-        if not payload:
-            continue
-        try:
-            d = json.loads(payload)
-        except ValueError:
-            continue
+    for d in sse_data(data):
         if not isinstance(d, dict):
             continue
         if isinstance(d.get("error"), dict):

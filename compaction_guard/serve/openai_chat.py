@@ -6,19 +6,11 @@ from __future__ import annotations
 import time
 import uuid
 
-from .protocol import pieces, sse
+from .protocol import body_model as model_of, pieces, sse, stream_field as streamed  # noqa: F401
 
 
 def generation(path: str) -> bool:
     return path.rstrip("/").endswith("/chat/completions")
-
-
-def streamed(path: str, body: dict) -> bool:
-    return body.get("stream") is True
-
-
-def model_of(path: str, body: dict) -> str:
-    return body.get("model") if isinstance(body.get("model"), str) else ""
 
 
 def parse_answer(data) -> tuple:

@@ -10,25 +10,16 @@ only with `response.completed` ("stream closed before response.completed" otherw
 timer (`stream_idle_timeout_ms`), so the keep-alive is an event of a type it ignores."""
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
-from .protocol import pieces, sse
+from .protocol import body_model as model_of, pieces, sse, sse_data, stream_field as streamed  # noqa: F401
 
 
 def generation(path: str) -> bool:
     """Whether `path` is where a model answers (`.../responses`; not `/responses/compact`,
     Codex's remote compaction, which the guard cannot check and relays untouched)."""
     return path.rstrip("/").endswith("/responses")
-
-
-def streamed(path: str, body: dict) -> bool:
-    return body.get("stream") is True
-
-
-def model_of(path: str, body: dict) -> str:
-    return body.get("model") if isinstance(body.get("model"), str) else ""
 
 
 def _message_text(item: dict) -> tuple:
@@ -83,14 +74,7 @@ def read_stream(data: bytes) -> tuple:
     `error` the message of a `response.failed` or `error` event, or why the stream is not whole
     (it ended before `response.completed` or `response.incomplete`), else None."""
     items, error, end = [], None, None
-    for event in data.replace(b"\r\n", b"\n").split(b"\n\n"):
-        payload = b"\n".join(line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:"))
-        if not payload:
-            continue
-        try:
-            d = json.loads(payload)
-        except ValueError:
-            continue
+    for d in sse_data(data):
         kind = d.get("type") if isinstance(d, dict) else None
         if kind == "response.output_item.done" and isinstance(d.get("item"), dict):
             items.append(d["item"])

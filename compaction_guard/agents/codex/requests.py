@@ -46,16 +46,9 @@ def metadata(body: dict) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def _text(content) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)) \
-        if isinstance(content, list) else ""
-
-
 def _turns(items: list) -> tuple:
     """(turns, previous summary or None): each item as (speaker, text)."""
-    from .store import PREFIX, summary_of
+    from .store import PREFIX, _text, summary_of
     out, previous = [], None
     for it in items:
         if not isinstance(it, dict):
@@ -100,6 +93,7 @@ def read(body: dict) -> Optional[RequestShape]:
     last = items[-1]
     if not isinstance(last, dict) or last.get("role") != "user" or last.get("type", "message") != "message":
         return None
+    from .store import _text
     prompt = _text(last.get("content")).strip()
     if not prompt:
         return None
