@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "since the last check")
     p.add_argument("--format", choices=["text", "json", "prometheus"], default="text",
                    help="text for people, json for machines, prometheus (with --report) for scrapers")
+    p.add_argument("--push", metavar="URL", help="with --check: then push each agent's counters to this Prometheus "
+                   "Pushgateway (grouped by job, machine, user, agent; the setting push_url does it after every "
+                   "verdict); see docs/team.md")
+    p.add_argument("--textfile", metavar="DIR", help="with --check: then write each agent's counters to DIR for "
+                   "node_exporter's textfile collector (compaction_guard-<user>-<agent>.prom; the setting "
+                   "textfile_dir does it after every verdict)")
     p.add_argument("--since", metavar="DATE", help="with --report: only what happened from DATE (YYYY-MM-DD)")
     p.add_argument("--html", metavar="FILE", help="with --report: also write a self-contained HTML report to FILE")
     p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
@@ -198,6 +204,13 @@ def run(argv=None) -> int:
                      observe=args.observe)
     if args.all and not args.check:
         raise GuardError("--all goes with --check")
+    if (args.push or args.textfile) and not args.check:
+        raise GuardError("--push and --textfile go with --check")
+    if args.push and not args.push.lower().startswith(("http://", "https://")):
+        raise GuardError(f"--push {args.push!r}: give the Pushgateway's URL, e.g. http://pushgateway:9091")
+    if args.textfile and not Path(args.textfile).is_dir():
+        raise GuardError(f"--textfile {args.textfile}: not a directory; give node_exporter's "
+                         "--collector.textfile.directory")
     if (args.since or args.html) and not args.report:
         raise GuardError("--since and --html go with --report")
     if args.format == "prometheus" and not args.report:
@@ -277,6 +290,10 @@ def _check(args, pairs, settings_of) -> int:
     out.finish(rep)
     for err in rep.errors:
         print(f"compaction-guard: {err}", file=sys.stderr)
+    if args.push or args.textfile:
+        from . import telemetry
+        for problem in telemetry.push_now(pairs, settings_of, args.push, args.textfile):
+            print(f"compaction-guard: {problem}", file=sys.stderr)
     if rep.nothing_found:
         print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
         return 2

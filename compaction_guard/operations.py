@@ -11,24 +11,24 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from datetime import date, datetime, timedelta, timezone
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
 from . import agents, breaker, providers
-from .chain import run_chain
 from .faults import FaultySummarizer
 from .providers import ProviderChoice
 from .check import CheckReport, auto_workers, iter_results
 from .errors import GuardError
 from .settings import DEFAULT, Settings
 from .ledger import digest as ledger_digest
-from .state import LEVEL_KEYS, STORED_KEYS, StateStore, apply_counts, record_chain, record_check, state_path
-from . import stores
+from .state import LEVEL_KEYS, STORED_KEYS, StateStore, apply_counts, record_check, state_path
+from .verdicts import FailureLog
+from . import stores, telemetry
 
 
 def _store(home, settings: Settings) -> StateStore:
-    return StateStore(state_path(home), settings)
+    return StateStore(state_path(home), settings, agent=getattr(home, "agent", None))
 
 
 layout_of = agents.layout_of
@@ -121,8 +121,14 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
         report.paths = home.to_dict()
         if home.config_problem:
             report.notes.append(home.config_problem)
-        sources, report.errors = agents.of_layout(home).discover(home)
-        if not sources and not report.errors:
+        agent = agents.of_layout(home)
+        sources, report.errors = agent.discover(home)
+        made = agent.checked_as_made(home, before or store.read()) if not sources and not report.errors else None
+        if made is not None and made[0]:
+            report.notes.append(made[1])          # checked as they were made: nothing to read again
+        elif made is not None:
+            report.nothing_found = f"{made[1]}; {home.hint}"
+        elif not sources and not report.errors:
             report.nothing_found = (f"no compaction store found in {home.describe()}: looked for "
                                     f"{', '.join(home.looked())}; {home.hint}")
     report.sources_found = [{"name": s.kind, "path": str(s.path)} for s in sources]
@@ -131,7 +137,9 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
     for src in sources:
         src.input_chars = settings.max_input_chars
     new_marks = {}
-    log = FailureLog(settings.max_failures_kept)
+    # each new summary's verdict event, for a team's telemetry when one is configured (bounded)
+    log = FailureLog(settings.max_failures_kept, getattr(home, "agent", None), "check",
+                     events=settings.telemetry_max_events if telemetry.wanted(settings) else 0)
     # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to
     # the ledger whose result this check has; `known`: summaries a guard older than the
     # ledger counted (below its watermark), added to the ledger uncounted.
@@ -230,6 +238,9 @@ def _keyed(src, records, ledger, old_mark, known):
             d = ledger_digest(rec.key)
             if d in known or ledger.has(d):
                 rec.new = False
+            elif any(ledger.has(ledger_digest(a)) for a in (rec.meta or {}).get("aliases") or ()):
+                rec.new = False         # counted by the agent's hook under another identity
+                known.add(d)
             else:
                 if covered is None:      # asked after the source started reading (it knows the file then)
                     covered = src.covered(old_mark) if old_mark else (lambda r: False)
@@ -273,6 +284,8 @@ def _record(store, ledger, report, settings, log, keys, new_marks, last_by_sessi
             ledger.stage(keys, counts, batch)
             record_check(state, report, settings, counts)
             state["counted_batch"] = batch
+            if log.events:
+                state["_verdicts"] = list(log.events)
             if last_by_session:         # each session's last compaction verdict (bounded), for context_pressure
                 state["sessions"].update(last_by_session)
                 if len(state["sessions"]) > settings.max_sessions_kept:
@@ -301,46 +314,18 @@ def _store_exists(mark_key: str) -> bool:
     return bool(path) and Path(path).exists()
 
 
-class FailureLog:
-    """What summaries new to the ledger add: how many each writer (model or fallback)
-    wrote, failures by source and kind, and the newest failure records (bounded): ids
-    and figures, never summary text."""
-
-    def __init__(self, limit: int):
-        self.entries = deque(maxlen=limit)
-        self.stored = Counter()
-        self.failures = Counter()       # (source, kind) -> failures among new summaries
-
-    def add(self, result, when: str) -> None:
-        if not getattr(result, "new", True):
-            return
-        fallback = getattr(result, "fallback", False) or "truncation_marker" in result.failures
-        self.stored["by_fallback" if fallback else "by_model"] += 1
-        for kind in result.failures:
-            self.failures[(result.source, kind)] += 1
-            self.entries.append({"summary_id": result.id, "failure_type": kind, "level_used": 3 if fallback else 1,
-                                 "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
-                                 "detected_at": when, "source": result.source})
-
-    def counts(self, when: str) -> dict:
-        """The batch the ledger keeps until the state has it (state.apply_counts)."""
-        return {"day": when[:10], "stored": dict(self.stored),
-                "failures": [[src, kind, n] for (src, kind), n in sorted(self.failures.items())],
-                "entries": list(self.entries)}
-
-
 def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,
             choice: Optional[ProviderChoice] = None, faults: Optional[dict] = None, previous: Optional[str] = None,
             save: bool = True):
-    """Run the 3-level chain on `text` and return the ChainResult (always a valid summary).
+    """Run the 3-level chain on `text` and return the ChainResult (always a valid summary):
+    compaction_guard.api.compact, recorded in `home`'s state as a `chain` run.
 
     The summarizer is `summarizer`, else the provider `choice`, else the configured one
     (flags/env/openclaw.json, see providers.resolve). `faults` ({level: kind}) injects
     failures. When the circuit breaker is open the LLM levels are skipped. The run counts
-    in level_usage and updates the breaker."""
+    in level_usage and updates the breaker; a state that cannot be written is an error."""
+    from . import api
     home = layout_of(home)
-    store = _store(home, settings)
-    skip = breaker.open_until(store.read()) is not None
     notes = []
     if summarizer is None:
         choice = choice or providers.resolve({}, home)
@@ -349,13 +334,10 @@ def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: S
         summarizer = providers.build(choice, settings)
     if faults:
         summarizer = FaultySummarizer(summarizer, faults, previous or "")
-    result = run_chain(text, summarizer=summarizer, settings=settings, previous=previous, skip_llm=skip)
-    result.notes = notes
-    if save:
-        with store.update() as state:
-            record_chain(state, result)
-            breaker.record(state, result.level_used, skip, settings)
-    return result
+    done = api.compact(text, summarizer, previous=previous, settings=settings, record="chain" if save else None,
+                       home=home, on_state_error="raise")
+    done.chain.notes = notes + list(done.notes)
+    return done.chain
 
 
 # --simulate and --compact run the same chain; --compact is what compactors call.

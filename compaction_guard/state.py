@@ -53,8 +53,11 @@ def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "served": 0, "abandoned": 0,
-                       "failures": {}},
-            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}}
+                       "failed_summaries": 0, "failures": {}, "via": {}},
+            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {},
+            # which agent's state this is, and since when it counts (the start of its counters
+            # for a team's telemetry: telemetry.py)
+            "agent": None, "created_at": None}
 
 
 def _int(v) -> Optional[int]:
@@ -103,9 +106,10 @@ def _normalize(data: dict) -> tuple:
     problems = []
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
-    if not _str_or_none(state.get("last_check_at")):
-        problems.append("last_check_at")
-        state["last_check_at"] = None
+    for k in ("last_check_at", "agent", "created_at"):
+        if not _str_or_none(state.get(k)):
+            problems.append(k)
+            state[k] = None
     for k in ("circuit", "watermarks", "daily", "sessions"):
         if not isinstance(state.get(k), dict):
             problems.append(k)
@@ -138,7 +142,7 @@ def _normalize(data: dict) -> tuple:
     if not isinstance(state.get("totals"), dict):
         problems.append("totals")
     clean = {}
-    for k in ("summaries_checked", "checks", "chain_runs", "served", "abandoned"):
+    for k in ("summaries_checked", "checks", "chain_runs", "served", "abandoned", "failed_summaries"):
         clean[k] = _int(totals.get(k, 0))
         if clean[k] is None:
             problems.append(f"totals.{k}")
@@ -148,6 +152,10 @@ def _normalize(data: dict) -> tuple:
         problems.append("totals.failures")
         by_source = {}
     clean["failures"] = {src: n for src, n in by_source.items() if isinstance(src, str) and _counts(n) is not None}
+    via = _counts(totals.get("via", {}))          # chain runs by who asked: chain, serve, a framework
+    if via is None:
+        problems.append("totals.via")
+    clean["via"] = dict(via or {})
     problems += [f"totals.failures.{src}" for src in by_source if src not in clean["failures"]]
     state["totals"] = clean
     for field, keys in (("level_usage", LEVEL_KEYS), ("stored_summaries", STORED_KEYS)):
@@ -202,12 +210,16 @@ def fold_sources(by_source: dict, limit: int) -> dict:
 
 
 class StateStore:
-    """Reads and atomically updates one state file."""
+    """Reads and atomically updates one state file. An update that records verdicts (the
+    `_verdicts` its recorders add: verdicts.py) hands them to telemetry.publish once the state
+    is written, with the state's `agent` (`agent` names it for a state that does not yet)."""
 
-    def __init__(self, path: Path, settings, warn=None):
+    def __init__(self, path: Path, settings, warn=None, agent: Optional[str] = None):
         self.path = Path(path)
         self.settings = settings
         self.warn = warn or (lambda msg: print(msg, file=sys.stderr))
+        self.agent = agent
+        self.after_write = []       # done once an update's state is written (the ledger's phase 3)
 
     # ------------------------------------------------------------------ reading
     def read(self) -> dict:
@@ -284,15 +296,26 @@ class StateStore:
     def update(self):
         """`with store.update() as state:` modify `state`; it is written atomically on exit."""
         lock_fd = self._lock("lock")
+        self.after_write = []
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             state = self.read()
             yield state
+            verdicts = state.pop("_verdicts", None)
+            if self.agent and not state.get("agent"):
+                state["agent"] = self.agent
+            state["created_at"] = state.get("created_at") or now_iso()
             self._trim(state)
             self._sweep()
             self._write(state)
         finally:
             os.close(lock_fd)
+        done, self.after_write = self.after_write, []
+        for step in done:
+            step()
+        if verdicts:
+            from . import telemetry
+            telemetry.publish(self.path.parent, state.get("agent") or self.agent, verdicts, self.settings)
 
     def _sweep(self) -> None:
         """Remove the temporary files of writes that never finished (a writer killed between
@@ -358,7 +381,7 @@ def _parse(raw: bytes):
 def record_check(state: dict, report, settings, counts: Optional[dict] = None) -> int:
     """Add a check's outcome to `state`. Returns how many failures were recorded.
 
-    `counts` (operations.FailureLog.counts) is what the summaries new to the ledger add:
+    `counts` (verdicts.FailureLog.counts) is what the summaries new to the ledger add:
     each stored summary counts once, ever (ledger.py), in stored_summaries by who wrote
     it and, if it failed, in the failure totals. level_usage is not touched: it counts
     the guard's own chain runs by level (record_chain)."""
@@ -391,6 +414,7 @@ def apply_counts(state: dict, counts: dict) -> None:
     for k, n in counts["stored"].items():
         state["stored_summaries"][k] = state["stored_summaries"].get(k, 0) + n
         day[f"stored_{k}"] = day.get(f"stored_{k}", 0) + n
+    state["totals"]["failed_summaries"] = state["totals"].get("failed_summaries", 0) + counts.get("failed", 0)
     for source, kind, n in counts["failures"]:
         _count_failure(state, day, source, kind, n)
     state["failures"].extend(counts["entries"])
@@ -410,12 +434,15 @@ def _count_failure(state: dict, day: dict, source: str, kind: str, n: int = 1) -
 
 def record_chain(state: dict, result, via: str = "chain") -> None:
     """Count one compaction the guard answered in level_usage and keep its figures: `via`
-    "chain" (--compact, --simulate) or "serve" (a request the proxy answered; `served` counts
-    them apart, and their failures are the `serve` source's)."""
+    "chain" (--compact, --simulate), "serve" (a request the proxy answered; `served` counts
+    them apart) or a framework's name (compaction_guard.api with `record=`); the runs are
+    counted by `via` too, and their failures are that source's."""
     state["level_usage"][result.level_key] += 1
     day = _day(state, now_iso())
     day[result.level_key] = day.get(result.level_key, 0) + 1
     state["totals"]["chain_runs"] += 1
+    by_via = state["totals"].setdefault("via", {})
+    by_via[via] = by_via.get(via, 0) + 1
     if via == "serve":
         state["totals"]["served"] = state["totals"].get("served", 0) + 1
     state["chain_history"].insert(0, {
@@ -427,6 +454,8 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
                                                if getattr(a, "request", None) and a.request.get("adjustment") else {})}
                      for a in result.attempts],
     })
+    from .verdicts import chain_event
+    state.setdefault("_verdicts", []).append(chain_event(result, via))
     for a in result.attempts:
         for kind in a.failures:
             _count_failure(state, day, via, kind)

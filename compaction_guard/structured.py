@@ -36,7 +36,7 @@ from .tokens import estimate_tokens
 _KINDS = [
     ("user_messages", re.compile(r"user messages", re.I)),
     ("ask", re.compile(r"pending user ask|original request|user request|primary request|request|goal|intent", re.I)),
-    ("identifier", re.compile(r"identifier|critical context|files|file system|\breference|technical concept", re.I)),
+    ("identifier", re.compile(r"identifier|critical context|files|artifact|\breference|technical concept", re.I)),
     ("progress", re.compile(r"(?<!in )progress", re.I)),        # the turns in order, as "other"
     ("decision", re.compile(r"decision", re.I)),
     ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress|task state", re.I)),

@@ -131,6 +131,12 @@ class Agent:
         """The Source reading `probe`'s file when it is one of this agent's stores, else None."""
         return None
 
+    def checked_as_made(self, layout, state: dict):
+        """For an agent the guard runs inside (a library in the agent's own process, with no store
+        the guard can read), (anything recorded, one line): what its state holds of the summaries
+        checked as they were made, or where nothing was; None for an agent with stores."""
+        return None
+
     def usages(self, layout, sources: list, notes: list) -> list:
         """The sessions' context use (SessionUsage) the agent keeps, for context_pressure."""
         return [u for src in sources for u in getattr(src, "usages", [])]

@@ -83,11 +83,16 @@ def check_upstream_is_not_us(base_url: str, host: str, port: int) -> None:
 
 
 def _protocol_class(header_timeout: float):
-    """uvicorn's h11 protocol, except that a connection whose request headers have not all
-    arrived within `header_timeout` seconds (of its opening, or of its last answer) is closed."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's HTTP protocol (httptools' C parser when it is installed, as the `serve` extra
+    installs it; else h11), except that a connection whose request headers have not all arrived
+    within `header_timeout` seconds (of its opening, or of its last answer) is closed."""
+    import importlib.util
+    if importlib.util.find_spec("httptools") is not None:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    else:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base
 
-    class Protocol(H11Protocol):
+    class Protocol(Base):
         _header_timer = None
 
         def connection_made(self, transport):
@@ -108,7 +113,11 @@ def _protocol_class(header_timeout: float):
             if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
                 self.transport.close()
 
-        def handle_events(self):
+        def on_headers_complete(self):          # httptools: a request's headers are all in
+            super().on_headers_complete()
+            self._disarm()
+
+        def handle_events(self):                # h11: the same, once its events are handled
             super().handle_events()
             if self.cycle is not None and not self.cycle.response_complete:
                 self._disarm()

@@ -135,16 +135,22 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     for the model when it failed, else ''."""
     from ...check import check_record
     from ...state import StateStore, now_iso, state_path
+    from ...verdicts import count_once
     from . import store
-    last = hookkit.newest_record(store.SessionSource(Path(transcript)), settings)
+    src = store.SessionSource(Path(transcript))
+    last = hookkit.newest_record(src, settings)
     if last is None:
         return ""
+    last.key = src.count_key(last)
     key = f"{store.KIND}:{session}"
-    with StateStore(state_path(layout), settings).update() as state:
+    states = StateStore(state_path(layout), settings, agent=layout.agent)
+    with states.update() as state:
         before = state["sessions"].get(key)
         if isinstance(before, dict) and before.get("id") == last.id:
             return ""               # judged already (a resume reloaded it)
         result = check_record(last, settings)
+        # counted once (the next check of the sessions does not count it again)
+        count_once(states, state, last, result, settings, layout.agent)
         # ids and figures only: no text of the conversation is kept in the state
         entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "transcript": transcript}
         if result.failures:

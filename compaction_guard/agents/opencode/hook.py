@@ -72,17 +72,18 @@ def note_text(failures: list, db) -> str:
 
 def _judge(layout, session: str, message: str, settings) -> str:
     from ...check import check_record
-    from ...state import StateStore, now_iso, state_path
+    from ...state import now_iso
     from . import store
     src, rec = _find(layout, message, settings)
     if rec is None:
         hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
         return ""
+    rec.key = src.count_key(rec)
     result = check_record(rec, settings)
     failures = list(result.failures)
     entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
-    with StateStore(state_path(layout), settings).update() as state:
-        state["sessions"][f"{store.KIND}:{session}"] = entry
+    # the session's verdict, and the stored summary counted once (the next check does not again)
+    hookkit.record_verdict(layout, settings, f"{store.KIND}:{session}", entry, rec, result)
     mark = failed_mark(layout, session)
     if not failures:
         mark.unlink(missing_ok=True)
