@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--report", action="store_true", help="failure and escalation history")
     act.add_argument("--status", action="store_true", help="last check summary (the default)")
     act.add_argument("--serve", action="store_true",
-                     help="run the validating proxy OpenClaw compacts through (also: compaction-guard serve)")
+                     help="run the validating proxy OpenClaw compacts through (also: compaction-guard serve); "
+                     "with --agent claude-code, codex or gemini, a relay in front of that agent's API")
     act.add_argument("--print-config", action="store_true",
                      help="every effective setting and where it came from (default, file, environment, flag)")
     p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--observe", action="store_true", help="check and record every reply, return it unchanged")
     llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
     llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
-    llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
+    llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL); "
+                     "serve --agent NAME relaying an agent: its upstream")
     llm.add_argument("--model", metavar="NAME", help="$GUARD_MODEL")
     llm.add_argument("--api-key-env", metavar="VAR", help="variable holding the key (OPENAI_API_KEY / ANTHROPIC_API_KEY)")
     llm.add_argument("--timeout", metavar="SECONDS", type=float, help="per call ($GUARD_TIMEOUT, default 60)")
