@@ -30,7 +30,9 @@ from typing import Optional
 
 from ..contract import of_request
 from ..redact import Redactor, safe_url
+from .answers import LateHeadersStream
 from .core import Reply, _cancel_task, brevity
+from .protocol import headers_of
 from .requests import Request
 from .upstream import HOP_HEADER, UpstreamFailure
 
@@ -195,7 +197,6 @@ class Relay:
         return await self.proxy.cpu(parse)
 
     async def _compaction(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict) -> None:
-        from .app import LateHeadersStream
         proxy = self.proxy
         if not proxy.admit():
             return await self._error(send, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
@@ -221,7 +222,6 @@ class Relay:
         except Exception as exc:          # noqa: BLE001 - never expected; the client still gets a well-formed error
             proxy.log(f"internal error: {type(exc).__name__}")
             return await self._error(send, 500, f"the guard failed on this request ({type(exc).__name__}); see its log")
-        from .protocol import headers_of
         extra = [(k.encode(), v.encode()) for k, v in headers_of(out).items()]
         if out.raw is not None:
             status, rheaders, data = out.raw
