@@ -341,8 +341,9 @@ def test_cut_off_is_a_warning_named_so():
     r = validate("The user asked for the migration plan. We agreed on Sunday night and the rollback script is ready. "
                  "Next the team will check the replica lag and then")
     assert r.valid and any(w.startswith("cut_off:") for w in r.warnings)
+    # stopped inside the structure it was asked for (its <summary> never closed): a failure (issue 58)
     r = validate("<summary>\nThe user migrated 412 sessions to SQLite; the index on updated_at is still to do.")
-    assert r.valid and any("never closed" in w for w in r.warnings)
+    assert r.failures == ["cut_off"] and "<summary> never closed" in r.reasons["cut_off"]
     assert not any(w.startswith("cut_off") for w in validate(ENGLISH).warnings)
     # a straight quote that closes the one its line opened ends a quotation; one left open does not
     said = "The user asked to resume the migration after the backup.\nLast user message: \"please continue\""
@@ -1470,11 +1471,13 @@ def test_a_template_whose_tags_hold_nothing_is_empty():
 def test_a_summary_naming_its_own_things_and_none_of_the_history_s_is_ungrounded():
     """Gemini CLI stored its own compression prompt, examples and all, as the summary (#45):
     its 3 identifiers are the prompt's, it keeps none of the history's 32, and 28% of its words
-    occur in the history: `ungrounded`. The good summary of the same history is valid."""
+    occur in the history; its phrases are the prompt's: `empty`, named `echo` (#58). The good
+    summary of the same history is valid."""
     row = _agent_row("gemini-echo-auto")
     r = validate(row["summary"], input=row["history"])
-    assert r.failures == ["ungrounded"], r.reasons
-    assert "src/auth.ts" in r.reasons["ungrounded"] and "none of the history's 32" in r.reasons["ungrounded"]
+    # it is Gemini CLI's own prompt, phrase for phrase: named so (issue 58)
+    assert r.failures == ["empty"] and r.findings[0].figures["form"] == "echo", r.reasons
+    assert "summarization prompt sent back" in r.reasons["empty"]
     good = _agent_row("gemini-good-long-auto")
     assert validate(good["summary"], input=good["history"]).valid
     # prose that keeps none of the history's identifiers but is made of its words is not

@@ -567,16 +567,16 @@ def published_items() -> list:
 SESSION_SETS = ("claude-code/sessions", "codex/sessions", "gemini-cli/sessions", "opencode/sessions")
 # Sets reported and not yet held to their targets (every broken summary caught and named, no good one
 # failed): held once the detectors for them are in.
-NOT_YET_HELD = SESSION_SETS + ("published-broken",)
+NOT_YET_HELD = SESSION_SETS    # held in step 3, with the invented-ask warning
 # whether a broken summary's failure must name it (its kind or form): held with the detectors that name them
-NAMES_HELD = False
+NAMES_HELD = True
 # the kind (or the form a failure names, Finding.figures["form"]) each broken label must be reported as
 EXPECTED_NAME = {"cut-off": "cut_off", "newest-dropped": "coverage", "preamble": "preamble", "tool-call": "tool_call",
                  "reasoning": "reasoning", "echo": "echo", "error": "error", "refusal": "refusal",
                  "placeholder": "placeholder", "stale": "stale", "loop": "repetition", "language": "language_drift"}
 # labels held to a warning of their kind, not a failure: the summary may still be good otherwise
 WARNED_LABELS = {"invented-ask": "invented_ask"}
-SESSION_LABEL_KINDS = {"cut-off": "cut_off", "stale": "stale", "preamble": "empty", "tool-call": "empty",
+SESSION_LABEL_KINDS = {"cut-off": "cut_off", "newest-dropped": "coverage", "stale": "stale", "preamble": "empty", "tool-call": "empty",
                        "reasoning": "empty", "error": "empty", "refusal": "empty", "placeholder": "empty",
                        "invented-ask": "invented_ask"}
 
