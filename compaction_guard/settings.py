@@ -353,6 +353,11 @@ class Settings:
     # An identifier not in the other text's identifier index is searched for in its whole
     # text (inside a longer token) at most this many times per summary: cost stays linear.
     identifiers_max_searches: int = 64
+    # invented_ask (a warning, detectors/identifiers.py): a code name of the history given a number
+    # at most this many characters after it in the summary that the history, reading up to the
+    # second width after the name (it may say more between: `be lowered to`), never gives it.
+    invented_ask_summary_gap: int = 12
+    invented_ask_history_gap: int = 40
 
     # context_pressure: a session holding this share of its context window (sessions.json)
     # whose last compaction failed; the last verdict of at most max_sessions_kept sessions is kept.

@@ -335,6 +335,11 @@ def test_a_label_and_a_list_on_the_last_line_is_not_a_sentence_cut_off():
     t = time.perf_counter()
     assert not _label_list("Expand for details about: " + "a,  " * 5000 + "x" * 200)
     assert time.perf_counter() - t < 0.5
+    # one item when the footer stands apart after a blank line (issue 58); the same line run on is a sentence
+    one = "Expand for details about: exact wording of each status update"
+    assert not any(w.startswith("cut_off") for w in validate(body + one).warnings)
+    assert any(w.startswith("cut_off") for w in validate(body.rstrip() + " Then the team wanted details about: "
+                                                        "the exact wording of each").warnings)
 
 
 def test_cut_off_is_a_warning_named_so():
@@ -969,6 +974,22 @@ def test_figures_a_summary_computes_from_its_history_are_not_invented():
     bad = validate("Week: +1.7% over 5 trades; broker latency 533 ms, then 558 ms and 612 ms at the close.",
                    input=hist)
     assert any(w.startswith("invented_identifiers") and "533 ms" in w for w in bad.warnings), bad.warnings
+
+
+def test_differences_and_list_units_are_derived_and_a_value_nobody_gave_is_an_invented_ask():
+    """How far a budget overshoots (62 s against 45 s: 17 s) and a figure of a list whose last number
+    carries the unit (`2, 4, 8 and 16 s`) are derived, not invented; a code name of the history given a
+    value the history never gives it is a request nobody made: warned `invented_ask` (issue 58)."""
+    from compaction_guard import validate
+    hist = ("user: the sync job syncJob.timeoutSeconds is 45 and the run took 62 s\n"
+            "assistant: the retries waited 2, 4, 8 and 16 s; MAX_ATTEMPTS = 4\n"
+            "user: keep syncJob.timeoutSeconds as it is for now")
+    ok_ = validate("The sync run took 62 s, 17 s over the syncJob.timeoutSeconds budget of 45; retries waited "
+                   "30 s in all (MAX_ATTEMPTS = 4, the last wait 8 s before 16 s).", input=hist)
+    assert ok_.valid and not any(w.startswith(("invented", "cut_off")) for w in ok_.warnings), ok_.warnings
+    bad = validate("The sync run took 62 s. The user asked to raise syncJob.timeoutSeconds to 90 and keep "
+                   "MAX_ATTEMPTS = 4.", input=hist)
+    assert bad.valid and any(w.startswith("invented_ask") and "90" in w for w in bad.warnings), bad.warnings
 
 
 # ---------------------------------------------------------------- issue #25: saying nothing

@@ -3,15 +3,18 @@
 A fluent summary of a session's first turns that never reaches the later ones passes every
 check of the whole (it is grounded, in the history's language, names the history's things),
 and the agent resumes the work it had already done (openai/codex #25686). So the history is
-read along its length: each of its specifics (`atoms`: identifiers, code names, figures, dates,
-versions, written in any script) and each of its content words (word units no language uses
-often, not the compactors' own) counts where it first occurs, and is kept when the summary
-holds it. The summary fails when, from some point on, the history introduces
-`coverage_min_late` or more of them, spanning at least `coverage_min_tail` of it, and the
-summary keeps at most `coverage_max_late_kept` of those while it keeps at least
-`coverage_min_early_share` (and `coverage_min_early_kept`) of the ones before that point: it
-covers the start and stops. The reason says from where on the history is missing (the line
-there) and what it dropped. A history shorter than `coverage_min_history_chars` is not judged.
+read turn by turn: each of its specifics (`atoms`: identifiers, code names, figures, dates,
+versions, written in any script) and each of its rare words (word units no language uses every
+day, not the compactors' own; CJK character pairs without kana) counts in the turn that first
+holds it, and is kept when the summary holds it. A turn bringing `coverage_min_turn_features` or
+more is counted. The summary fails when, from some counted turn on, `coverage_min_late_turns` or
+more counted turns (the user speaking in one of them at least) bring `coverage_min_late` or more
+features over at least `coverage_min_tail` of the history, and the summary keeps at most
+`coverage_max_late_kept` of what each brings (one word by chance aside), while it carries
+something of `coverage_min_early_turns` counted turns before and at least
+`coverage_min_early_share` of what they bring: it covers the start and stops. The reason says
+from which turn on the history is missing (its first line) and what was dropped. A history
+shorter than `coverage_min_history_chars`, or of fewer turns, is not judged.
 
 `atoms` also serve staleness (stale.py): what the history since the last compaction holds
 that an unchanged summary lacks.

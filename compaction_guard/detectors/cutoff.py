@@ -12,7 +12,9 @@ stop leaves behind, each a named sign:
   summary's other sentences have (at least `cutoff_min_closed_share` of them end so).
   Lists, headings, tables and identifiers end without a full stop and are left alone, and so
   does a `label-list` line: a label of a few words, a colon, then two or more short items
-  separated by commas (lossless-claw ends every summary with `Expand for details about: a, b`);
+  separated by commas (lossless-claw ends every summary with `Expand for details about: a, b`), or
+  one item when the line stands apart after a blank line (`Expand for details about: exact wording
+  of each status update`);
 - `short-item`: the last line starts like earlier lines (its first two words, or its
   one word, digits set aside: `[17:55] ana:`, `5.`, `SUP-85383:`) but is under half as
   long as the shortest of them, or it is the start of an earlier line: a list item or
@@ -81,13 +83,22 @@ _LABEL_RE = re.compile(r"[^\W\d_]+(?:[ \t][^\W\d_]+){1,5}[:：]")
 _LIST_SEP_RE = re.compile(r"[,，、;]")
 
 
-def _label_list(line: str) -> bool:
+def _label_list(line: str, apart: bool = False) -> bool:
+    """A label and a list of two or more short items; one item when the line stands apart (a blank
+    line before it): a footer (`Expand for details about: exact wording of each status update`)."""
     m = _LABEL_RE.match(line)
     if m is None:
         return False
     items = _LIST_SEP_RE.split(line[m.end():])
-    return len(items) >= 2 and all(0 < len(i.split()) <= 8 and len(i) <= 80 and ":" not in i and "：" not in i
-                                   for i in items)
+    return len(items) >= (1 if apart else 2) and all(0 < len(i.split()) <= 8 and len(i) <= 80 and ":" not in i
+                                                     and "：" not in i for i in items)
+
+
+def _apart(text: str) -> bool:
+    """Whether the text's last line stands apart: a blank line before it."""
+    body = text.rstrip()
+    cut = body.rfind("\n")
+    return cut > 0 and body[:cut].rstrip(" \t").endswith("\n")
 
 
 _INNER_END_RE = re.compile(r"[.!?。！？][\s\"'”’»)]")
@@ -268,7 +279,7 @@ def detect(content: str, settings, required=None) -> list:
         long_prose = (len(last.split()) >= settings.cutoff_min_last_words
                       or (not last.isascii() and count_matches(CJK_RUN_RE, last) >= 2 * settings.cutoff_min_last_words)) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'")) \
-            and not _label_list(last)
+            and not _label_list(last, _apart(text))
         if long_prose and not _closed(last):
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             closes, share = _closes_sentences(lines[:-1], last)
