@@ -534,9 +534,11 @@ def agent_items() -> list:
     return items
 
 
-def agents_caught(res: dict, st: str) -> tuple:
-    """(broken summaries, those that raised a failure, the missed ids) of an agent's set."""
-    rows = [v for (s, _label), v in res.get("must_fail", {}).items() if s == st]
+def agents_caught(res: dict, st: str, held: bool = False) -> tuple:
+    """(broken summaries, those that raised a failure, the missed ids) of an agent's set (`held`: those held
+    to every one caught: a real model's answers through the agent, `smollm2:` labels, are reported apart)."""
+    rows = [v for (s, label), v in res.get("must_fail", {}).items()
+            if s == st and not (held and label.startswith("smollm2:"))]
     return sum(v[0] for v in rows), sum(v[1] for v in rows), [i for v in rows for i in v[2]]
 
 
@@ -603,7 +605,8 @@ def session_items() -> list:
             got = review.get(r["id"])
             if not got:
                 continue            # not reviewed: not judged
-            label = "good" if got.get("label") == "good" else got.get("label", "model")
+            # (a real model's answer: reported, not held to every one caught: `smollm2:<form>`)
+            label = "good" if got.get("label") == "good" else "smollm2:" + got.get("label", "model")
             if label == "good":
                 truth = {k: False for k in KINDS}
             for k in got.get("kinds") or ():
@@ -704,7 +707,7 @@ def evaluate(items: list, verdict) -> dict:
             if not failed:
                 row[2].append(it.id)
             # named: the failure says what it is (the kind or the form its label expects)
-            want = EXPECTED_NAME.get(it.label)
+            want = EXPECTED_NAME.get(it.label.split(":")[-1])
             named = bool(failed) and (want is None or want in failed_kinds or want in forms)
             row[4] += int(named)
             if failed and not named:
@@ -954,10 +957,10 @@ def targets_missed(res: dict) -> list:
     for st in AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,):   # every broken summary caught, and named
         if st in NOT_YET_HELD:
             continue
-        n, failed, missed = agents_caught(res, st)
+        n, failed, missed = agents_caught(res, st, held=True)
         if failed < n:
             problems.append(f"{st}: {n - failed} of {n} broken summaries raised no failure ({_ids(missed, 3)})")
-        rows = [v for (s, _label), v in res.get("must_fail", {}).items() if s == st]
+        rows = [v for (s, label), v in res.get("must_fail", {}).items() if s == st and not label.startswith("smollm2:")]
         unnamed = [i for v in rows for i in v[5]]
         if unnamed and NAMES_HELD:
             problems.append(f"{st}: {len(unnamed)} broken summaries caught but not named ({_ids(unnamed, 3)})")
@@ -1034,6 +1037,15 @@ def main(argv=None) -> int:
                 sep = ";" if kind == "language_drift" else ":"
                 say(f"\nnot yet held: {st}/{kind} recall {c['hit']}/{c['pos']} "
                       f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
+    real = [(label, v) for (s, label), v in res.get("must_fail", {}).items() if s in SESSION_SETS
+            and label.startswith("smollm2:")]
+    if real:
+        n, caught = sum(v[0] for _, v in real), sum(v[1] for _, v in real)
+        named = sum(v[4] for _, v in real)
+        missed = [i for _, v in real for i in v[2]]
+        say(f"\nSmolLM2's own answers through the four agents (real/sessions_review.yaml): {caught}/{n} broken ones "
+            f"raised a failure, {named} named as labelled" + (f"; missed: {_ids(missed, 5)}" if missed else "") +
+            " (reported, not held: a real model's answer has no form chosen for it)")
     for st in EMPTY_SETS:
         n, failed = info_free_recall(res, st)
         if n and failed / n < TARGET_EMPTY_RECALL and st not in EMPTY_HELD:
