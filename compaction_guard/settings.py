@@ -202,6 +202,10 @@ class Settings:
     # The prompt sent back: this share of its word 5-grams a known prompt's, this many 5-grams or more.
     answer_echo_min_share: float = 0.3
     answer_echo_min_shingles: int = 8
+    # ... read in the text's first this many characters (a prompt sent back starts with it)
+    answer_echo_max_chars: int = 4000
+    # ... and only when one of the 5-grams of its first this many words is a prompt's
+    answer_echo_head_words: int = 32
     # A short answer (this many characters, two sentences at most) over a history of this many
     # specifics or more, carrying at most this many of them and this share: a refusal, a note or a
     # preamble; a note when this share of its content words are the compactors' own.

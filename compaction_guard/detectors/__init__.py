@@ -100,6 +100,9 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
     reasoning = strip_reasoning(content)       # read by both of empty's checks
     yield "empty"
     findings = empty.detect(content, settings, input_tokens, input_text, reasoning)
+    if not (findings and any(f.failure for f in findings)):
+        # the summarization prompt sent back, looping or not (the loop, read below, says less)
+        findings += answers.echo(reasoning.text, settings)
     cut = []
 
     def cut_off() -> list:         # asked by repetition and below: measured once

@@ -52,17 +52,25 @@ def _prompt_shingles() -> frozenset:
 
 
 def _shingles(text: str, n: int = 5) -> set:
-    u = [x for x in units(text) if isinstance(x, bytes)]
-    return {b" ".join(u[i:i + n]) for i in range(len(u) - n + 1)}
+    """The text's word n-grams, its words split at whitespace and lowercased (an echo repeats the prompt
+    verbatim, its punctuation too; split and joined in C: an echo is looked for in every summary)."""
+    w = text.lower().split()
+    return set(zip(*(w[i:] for i in range(n))))
 
 
 def echoed_prompt(text: str, settings) -> Optional[float]:
-    """The share of the text's word 5-grams that are a known compaction prompt's, when it is at least
-    answer_echo_min_share over answer_echo_min_shingles or more; else None."""
-    mine = _shingles(text)
+    """The share of the word 5-grams of the text's head (answer_echo_max_chars: a prompt sent back is
+    sent back from its start; the cost stays that of a page) that are a known compaction prompt's, when
+    it is at least answer_echo_min_share over answer_echo_min_shingles or more; else None."""
+    # a prompt sent back starts within the first words (after a line of preamble at most): none of the
+    # first answer_echo_head_words words' 5-grams a prompt's, none is sent back (most summaries end here)
+    head = text[:settings.answer_echo_head_words * 10].lower().split()[:settings.answer_echo_head_words]
+    if not _prompt_shingles().intersection(zip(head, head[1:], head[2:], head[3:], head[4:])):
+        return None
+    mine = _shingles(text[:settings.answer_echo_max_chars])
     if len(mine) < settings.answer_echo_min_shingles:
         return None
-    share = len(mine & _prompt_shingles()) / len(mine)
+    share = len(_prompt_shingles().intersection(mine)) / len(mine)
     return share if share >= settings.answer_echo_min_share else None
 
 
@@ -88,15 +96,39 @@ def _first_sentence(text: str) -> str:
     return _SENTENCE_END_RE.split(text.strip(), 1)[0][:240]
 
 
+def _trie(words: list) -> str:
+    """One pattern matching any of the words, their common starts factored (`can(?:'t|not| not)`): the
+    regex engine tries one branch per character instead of every word at every place."""
+    tree: dict = {}
+    for w in words:
+        node = tree
+        for c in w:
+            node = node.setdefault(c, {})
+        node[""] = {}
+
+    def walk(node: dict) -> str:
+        branches = [re.escape(c) + walk(sub) for c, sub in sorted(node.items()) if c]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+    return walk(tree)
+
+
+@lru_cache(maxsize=8)
+def _matcher(words: tuple):
+    """(one pattern of the single words, the combinations `a+b` whose parts must all occur)."""
+    singles = [w for w in words if "+" not in w]
+    return (re.compile(_trie(singles)) if singles else None,
+            tuple(tuple(w.split("+")) for w in words if "+" in w))
+
+
 def _has(words: tuple, text: str) -> bool:
     low = text.lower()
-    for w in words:
-        if "+" in w:
-            if all(p in low for p in w.split("+")):
-                return True
-        elif w in low:
-            return True
-    return False
+    pattern, combos = _matcher(words)
+    if pattern is not None and pattern.search(low):
+        return True
+    return any(all(p in low for p in c) for c in combos)
 
 
 def refuses(text: str) -> bool:
@@ -195,10 +227,34 @@ def call_shape(text: str, settings) -> Optional[str]:
     return kind if n <= settings.answer_call_max_units else None
 
 
+_ENDS = (".", "!", "?", "。", "！", "？", "\n")
+
+
+def echo(text: str, settings) -> list:
+    """The `empty` finding for the summarization prompt sent back (also when it loops: it is read before
+    the loop, which says less), or []."""
+    share = echoed_prompt(text.strip(), settings)
+    if share is None:
+        return []
+    return [Finding("empty", f"the summarization prompt sent back: {share:.0%} of its phrases are a compaction "
+                    f"prompt's ({' '.join(text.split())[:60]!r}); the model repeated its instructions instead of "
+                    "following them (a small model does), re-run compaction with another model",
+                    figures={"form": "echo", "prompt_share": round(share, 3)})]
+
+
 def _short(text: str, settings) -> bool:
+    """answer_max_chars or less, two sentences at most."""
     if len(text) > settings.answer_max_chars:
         return False
-    return len([s for s in _SENTENCE_END_RE.split(text.strip()) if s.strip()]) <= 2
+    if sum(map(text.count, _ENDS)) <= 1:      # one sentence end at most: two sentences at most
+        return True
+    n = 0
+    for part in _SENTENCE_END_RE.split(text.strip()):
+        if part.strip():
+            n += 1
+            if n > 2:
+                return False
+    return True
 
 
 def classify(content: str, settings, reasoning, history: Optional[str] = None) -> list:
@@ -215,8 +271,8 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
                         "max_tokens or turn its reasoning off, and re-run compaction",
                         figures={"form": "reasoning", "reasoning_chars": reasoning.reasoning_chars,
                                  "after_chars": len(text)})]
-    if not text:
-        return []
+    if not text or (len(text) > settings.answer_max_chars and text[0] not in "{[<`"):
+        return []       # longer than any short answer, and no call or data object: nothing below applies
     shape = call_shape(text, settings)
     if shape:
         return [Finding("empty", f"a tool call stored as the summary ({shape}: {' '.join(text.split())[:70]!r}): the "
@@ -228,22 +284,21 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
         return [Finding("empty", f"a note in place of a summary ({text[:70]!r}): a compactor's bracketed marker and "
                         "nothing else; the compactor stored a note instead of a summary (its summarizer was skipped or "
                         "failed): check the compactor, re-run compaction", figures={"form": "placeholder"})]
-    echo = echoed_prompt(text, settings)
-    if echo is not None:
-        return [Finding("empty", f"the summarization prompt sent back: {echo:.0%} of its phrases are a compaction "
-                        f"prompt's ({' '.join(text.split())[:60]!r}); the model repeated its instructions instead of "
-                        "following them (a small model does), re-run compaction with another model",
-                        figures={"form": "echo", "prompt_share": round(echo, 3)})]
-    if not _short(text, settings):
-        return []
+    # (the prompt sent back is read before: detect_steps calls echo() first, loops or not)
     if history is None:
-        if refuses(text) and about_the_task(text):
+        # (the cheaper tests first: most texts stop at the first)
+        if len(text) > settings.answer_max_chars:
+            return []
+        first = _first_sentence(text)
+        if _has(_refusal_words()[1], first) and _has(_refusal_words()[0], first) and _short(text, settings):
             return [_refusal(text, None)]
         if len(text) <= settings.answer_bare_intent_max_chars and _has(_refusal_words()[2], text[:12]) \
-                and not atoms(text):
+                and _short(text, settings) and not atoms(text):
             return [Finding("empty", f"a preamble, not a summary: a statement of what the model was about to do "
                             f"({text[:60]!r}) and nothing else; re-run compaction (a request with no tools, a model "
                             "that follows it)", figures={"form": "preamble"})]
+        return []
+    if not _short(text, settings):
         return []
     got = _carries_nothing_late(text, history, settings)
     if got is None:

@@ -83,19 +83,20 @@ _LABEL_RE = re.compile(r"[^\W\d_]+(?:[ \t][^\W\d_]+){1,5}[:：]")
 _LIST_SEP_RE = re.compile(r"[,，、;]")
 
 
-def _label_list(line: str, apart: bool = False) -> bool:
-    """A label and a list of two or more short items; one item when the line stands apart (a blank
-    line before it): a footer (`Expand for details about: exact wording of each status update`)."""
+def _label_list(line: str, apart=None) -> bool:
+    """A label and a list of two or more short items; one item when the line stands apart (`apart()`: a
+    blank line before it): a footer (`Expand for details about: exact wording of each status update`)."""
     m = _LABEL_RE.match(line)
     if m is None:
         return False
     items = _LIST_SEP_RE.split(line[m.end():])
-    return len(items) >= (1 if apart else 2) and all(0 < len(i.split()) <= 8 and len(i) <= 80 and ":" not in i
-                                                     and "：" not in i for i in items)
+    if not all(0 < len(i.split()) <= 8 and len(i) <= 80 and ":" not in i and "：" not in i for i in items):
+        return False
+    return len(items) >= 2 or (apart is not None and apart())
 
 
 def _apart(text: str) -> bool:
-    """Whether the text's last line stands apart: a blank line before it."""
+    """Whether the text's (right-stripped) last line stands apart: a blank line before it."""
     body = text.rstrip()
     cut = body.rfind("\n")
     return cut > 0 and body[:cut].rstrip(" \t").endswith("\n")
@@ -169,9 +170,14 @@ _LABEL_ITEM_RE = re.compile(r"^[^\s:：]{1,60}[:：]\s|^\*\*[^*]{1,60}\*\*|^`[^`
 _PAIRS = (("(", ")"), ("[", "]"), ("（", "）"), ("「", "」"), ("『", "』"), ("«", "»"))
 
 
+_OPENERS_RE = re.compile("[([（「『«“]")
+
+
 def _unbalanced(line: str) -> bool:
     """Whether the line opened a bracket or a quotation it did not close (`“` opens only where no
     `„` does: German closes „ with “)."""
+    if not _OPENERS_RE.search(line):
+        return False
     if any(a in line and line.count(a) > line.count(b) for a, b in _PAIRS):
         return True
     return "“" in line and "„" not in line and line.count("“") > line.count("”")
@@ -279,17 +285,18 @@ def detect(content: str, settings, required=None) -> list:
         long_prose = (len(last.split()) >= settings.cutoff_min_last_words
                       or (not last.isascii() and count_matches(CJK_RUN_RE, last) >= 2 * settings.cutoff_min_last_words)) \
             and not _LINE_OK_RE.match(last) and not last.endswith(("|", "`", "*", ")", "]", "}", '"', "'")) \
-            and not _label_list(last, _apart(text))
-        if long_prose and not _closed(last):
+            and not _label_list(last, lambda: _apart(text))
+        closed = _closed(last)
+        if long_prose and not closed:
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             closes, share = _closes_sentences(lines[:-1], last)
             if closes and share >= settings.cutoff_min_closed_share:
                 sign = ("mid-sentence", f"its last sentence stops mid-way ({last[-40:]!r})")
-        elif not _closed(last) and _ITEM_RE.match(last):
+        elif not closed and _ITEM_RE.match(last):
             lines = [ln for ln in map(str.strip, text[-4000:].splitlines()) if ln]
             if _item_cut(lines, last, settings):
                 sign = ("mid-sentence", f"its last list item stops mid-way ({last[-40:]!r})")
-        if not sign and _unbalanced(last) and not _closed(last) and len(last.split()) >= 2:
+        if not sign and not closed and _unbalanced(last) and len(last.split()) >= 2:
             sign = ("unclosed-bracket", f"its last line opens a bracket it never closes ({last[-40:]!r})")
     if not sign:
         sign = _short_item(text)
