@@ -220,6 +220,10 @@ class Settings:
     # nothing ("让我继续分析"), is a preamble.
     answer_bare_intent_max_chars: int = 80
 
+    # stale (detectors/stale.py): an unchanged summary whose input holds fewer than this many words
+    # besides the previous summary says nothing of the turns since: stale, as without a history.
+    stale_min_since_words: int = 3
+
     # --- coverage (detectors/coverage.py) ----------------------------------------
     # A conversation (two speakers or more) of coverage_min_history_chars or more is read turn by
     # turn, each turn counted when it brings coverage_min_turn_features new specifics and content

@@ -58,13 +58,16 @@ class StaleTracker:
         if not content.strip():
             return []
         if record.previous is not None and normalize_ws(record.previous) == normalize_ws(content):
-            history = record.input_text if isinstance(record.input_text, str) else None
-            if history is None or not history.strip():
-                return [Finding("stale", "summary is unchanged from the one it replaced; the compactor re-stored the "
-                                "old summary instead of summarizing the new history")]
             if self.settings is None:
                 from ..settings import DEFAULT
                 self.settings = DEFAULT
+            history = record.input_text if isinstance(record.input_text, str) else None
+            # the history since that compaction: what the input holds besides the previous summary (a store
+            # whose input is that summary alone, OpenClaw's session files, says nothing of the turns since)
+            since = normalize_ws(history).replace(normalize_ws(record.previous), " ") if history else ""
+            if len(since.split()) < self.settings.stale_min_since_words:
+                return [Finding("stale", "summary is unchanged from the one it replaced; the compactor re-stored the "
+                                "old summary instead of summarizing the new history")]
             lacks = missing(said(history, self.settings), content)
             if not lacks:
                 return []        # the turns since added nothing it lacks
