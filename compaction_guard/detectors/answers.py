@@ -321,7 +321,7 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
         return []
     named = (f"names {', '.join(repr(c) for c in carried)} of" if carried else "names none of")
     return [Finding("empty", f"a preamble, not a summary: one statement ({' '.join(text.split())[:70]!r}) that {named} "
-                    f"the history's {len(specifics)} specifics ({_held(history, carried)}) and nothing else: what the "
+                    f"the {len(specifics)} specifics the history held ({_held(history, carried)}) and nothing else: what the "
                     "model was about to do, not what was done; re-run compaction (a request with no tools, a model "
                     "that follows it)", figures={"form": "preamble", "carried": carried,
                                                   "history_specifics": len(specifics)})]
