@@ -53,6 +53,7 @@ from .reasoning import strip_reasoning
 from .records import SummaryRecord
 from .redact import Redactor, safe_url, url_secrets
 from .state import StateStore, empty_state, record_abandoned, record_chain, state_path
+from . import listen
 from .structured import build as structured_l3
 from .summarizers import l2_target, truncate_l3
 from .tokens import estimate_tokens
@@ -1414,6 +1415,7 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+    sock = listen.bind(host, port)      # before it says where: a taken port is one line, exit 2
     proxy = Proxy(upstream, settings, home, observe, logger=log)
     proxy.warm()
     log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
@@ -1428,5 +1430,5 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     server = _server_class()(config, proxy)
     if ready is not None:
         ready(server)
-    server.run()
+    server.run(sockets=[sock])
     return 0

@@ -76,7 +76,7 @@ def pending_mark(layout: ClaudeLayout, session: str) -> Path:
 def _post_compact(layout, session: str, data: dict, transcript, settings) -> str:
     from ...check import check_record
     from ...records import SummaryRecord
-    from ...state import StateStore, now_iso, state_path
+    from ...state import StateStore, now_iso, record_verdict, state_path
     from . import store
     raw = data.get("compact_summary")
     if not isinstance(raw, str):
@@ -97,7 +97,7 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     # the session's verdict (what the next prompt's warning reads); the stored summary itself
     # is counted once, by a check of the transcripts (--agent claude-code --check), not here
     with StateStore(state_path(layout), settings).update() as state:
-        state["sessions"][f"{store.KIND}:{session}"] = entry
+        record_verdict(state, f"{store.KIND}:{session}", entry)
     # a good compaction since: the old warning is no longer due
     hookkit.set_mark(pending_mark(layout, session), bool(result.failures))
     return ""

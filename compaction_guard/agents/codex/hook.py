@@ -103,7 +103,7 @@ def _compactions_in(path: Path):
 
 def _post_compact(layout, session: str, data: dict, settings) -> str:
     from ...check import check_record
-    from ...state import StateStore, now_iso, state_path
+    from ...state import StateStore, now_iso, record_verdict, state_path
     from . import store
     transcript = data.get("transcript_path")
     if not isinstance(transcript, str) or not Path(transcript).is_file():
@@ -121,7 +121,7 @@ def _post_compact(layout, session: str, data: dict, settings) -> str:
     # the session's verdict; the stored summary itself is counted once, by a check of the
     # rollouts (--agent codex --check), not here
     with StateStore(state_path(layout), settings).update() as state:
-        state["sessions"][f"{store.KIND}:{session}"] = entry
+        record_verdict(state, f"{store.KIND}:{session}", entry)
     hookkit.set_mark(pending_mark(layout, session), bool(result.failures))
     return ""
 
@@ -130,7 +130,7 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
     """A PreCompact with no PostCompact after it: if the rollout holds no new compaction, Codex
     dropped it. Counted as an `empty` failure (no summary was stored: the stored-summary
     counts do not move), once: the mark goes."""
-    from ...state import StateStore, apply_counts, now_iso, state_path
+    from ...state import StateStore, apply_counts, now_iso, record_verdict, state_path
     from . import store
     try:
         info = json.loads(mark.read_text(encoding="utf-8"))
@@ -151,10 +151,10 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
                              "entries": [{"summary_id": f"dropped@{turn}", "failure_type": "empty", "level_used": None,
                                           "input_tokens": None, "output_tokens": None, "detected_at": when,
                                           "source": store.KIND}]})
-        state["sessions"][f"{store.KIND}:{session}"] = {
+        record_verdict(state, f"{store.KIND}:{session}", {
             "id": f"dropped@{turn}", "failures": ["empty"], "at": when, "trigger": info.get("trigger"),
             "transcript": transcript if isinstance(transcript, str) else None, "dropped": True,
-            "compaction_output_tokens": answered}
+            "compaction_output_tokens": answered})
 
 
 def _compaction_answer(path: Path, turn: str):

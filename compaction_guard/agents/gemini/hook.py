@@ -134,7 +134,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     """The session file's newest compression judged, its verdict recorded; the full warning
     for the model when it failed, else ''."""
     from ...check import check_record
-    from ...state import StateStore, now_iso, state_path
+    from ...state import StateStore, now_iso, record_verdict, state_path
     from . import store
     last = hookkit.newest_record(store.SessionSource(Path(transcript)), settings)
     if last is None:
@@ -149,7 +149,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
         entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "transcript": transcript}
         if result.failures:
             entry["warned_at"] = now_iso()
-        state["sessions"][key] = entry
+        record_verdict(state, key, entry)
     failed = warn_mark(layout, session)
     if not result.failures:
         failed.unlink(missing_ok=True)

@@ -72,17 +72,20 @@ def note_text(failures: list, db) -> str:
 
 def _judge(layout, session: str, message: str, settings) -> str:
     from ...check import check_record
-    from ...state import StateStore, now_iso, state_path
+    from ...own_answers import Matcher
+    from ...state import StateStore, now_iso, record_verdict, state_path
     from . import store
     src, rec = _find(layout, message, settings)
     if rec is None:
         hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
         return ""
-    result = check_record(rec, settings)
-    failures = list(result.failures)
-    entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
     with StateStore(state_path(layout), settings).update() as state:
-        state["sessions"][f"{store.KIND}:{session}"] = entry
+        # the guard's own L3 answer (serve as opencode's compaction model): its note is no failure
+        rec.own_answer = Matcher(state)(rec.content)
+        result = check_record(rec, settings)
+        failures = list(result.failures)
+        entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
+        record_verdict(state, f"{store.KIND}:{session}", entry)
     mark = failed_mark(layout, session)
     if not failures:
         mark.unlink(missing_ok=True)
