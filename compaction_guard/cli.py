@@ -152,8 +152,18 @@ def install_parser(action: str) -> argparse.ArgumentParser:
                 usage=f"compaction-guard {action} NAME [options]",
                 description=f"{what}.\n\nagents (NAME):\n" + "\n".join(
                     f"  {a.name:<12} {a.title}" for a in agents.every())
-                + f"\n\nEach agent's own options: compaction-guard {action} NAME --help")
+                + f"\n\none agent's options alone: compaction-guard {action} NAME --help", conflict_handler="resolve")
     p.add_argument("name", metavar="NAME", choices=agents.NAMES, help="the agent")
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
+                   help="the agent's directory (default: as the agent finds it)")
+    p.add_argument("--format", choices=["text", "json"], default="text", metavar="FORMAT",
+                   help="text for people, json for machines")
+    for a in agents.every():
+        before = len(p._actions)
+        group = p.add_argument_group(f"{a.name} only")
+        a.install_arguments(group)
+        if len(p._actions) == before:
+            p._action_groups.remove(group)
     return p
 
 

@@ -126,8 +126,6 @@ class TextCheckStream:
             else:
                 out.append(f"  {a['agent']}: {a['status']}, {a['summaries_checked']} summaries checked, "
                            f"{a['failures_found']} failing ({a['layout']})")
-        if getattr(report, "nothing_found", None):
-            out.append(f"  {report.nothing_found}")
         for s in report.sources:
             out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries checked")
         for n in report.notes:
@@ -155,6 +153,8 @@ class TextCheckStream:
                        + (f" ({own} of them the guard's own L3 answer, through serve: not a failure)" if own else ""))
         status = report.status
         why = affected_text(report.header()) if status == "DEGRADED" else ""
+        if status == "NO_STORE":        # where it looked: the one line on stderr (cli), not twice
+            why = "nothing was checked: no compaction store found"
         if not why and status == "HEALTHY" and report.failures_found:
             why = "each session's last compaction passed (the failures found came before a good one)"
         out += ["", f"  Summaries checked:  {report.checked}",
@@ -322,8 +322,10 @@ def report_text(rep: dict) -> str:
     if rep["recent_failures"]:
         out += ["", "  Recent failures:"]
         for f in rep["recent_failures"]:
+            level = f.get("level_used")
             out.append(f"    {f.get('detected_at', '?')}  {f.get('summary_id', '?')} [{f.get('source', '?')}]: "
-                       f"{f.get('failure_type', '?')} (L{f.get('level_used', '?')})")
+                       f"{f.get('failure_type', '?')} "
+                       + (f"(L{level})" if level is not None else "(no summary stored: the compaction was dropped)"))
     out.append("")
     return "\n".join(out)
 

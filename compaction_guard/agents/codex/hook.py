@@ -21,8 +21,9 @@ gives no hook the summary: it is the rollout's newest `compacted` line):
   summary). With no mark, the whole of the path is two stat() calls.
 Whatever happens inside, it exits 0 and prints nothing it should not: it never breaks Codex.
 
-Codex runs a hook only once the user trusted it (`/hooks` in the TUI; `codex exec
---dangerously-bypass-hook-trust` runs untrusted ones).
+Codex runs a hook only once the user trusted it: Codex 0.171 asks at its start ("Hooks need review",
+"Trust all and continue"), `/hooks` in the TUI lists them; `codex exec --dangerously-bypass-hook-trust`
+runs untrusted ones.
 """
 from __future__ import annotations
 
