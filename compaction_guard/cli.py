@@ -73,14 +73,18 @@ def _summarizer_options(p) -> None:
     llm.add_argument("--timeout", metavar="SECONDS", type=float, help="per call ($GUARD_TIMEOUT, default 60)")
 
 
-def _common_options(p) -> None:
+def _common_options(p, serve: bool = False) -> None:
+    """--home, --agent, --set, --debug: the main parser's, or serve's (`serve`) in its words."""
+    names = ", ".join(agents.NAMES)
     p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
-                   help="the directory of the agent --agent names (without --agent: OpenClaw's state directory)")
+                   help="the directory of the agent --agent names (" + ("its state is where serve records)" if serve
+                                                                        else "without --agent: OpenClaw's state directory)"))
     p.add_argument("--agent", choices=agents.NAMES, metavar="NAME",
-                   help=f"only this agent ({', '.join(agents.NAMES)}); without it: every agent found, "
-                   f"or {agents.DEFAULT}'s for serve and --compact")
+                   help=f"whose compactions it answers, and records ({names}; default {agents.DEFAULT})" if serve else
+                   f"only this agent ({names}); without it: every agent found, or {agents.DEFAULT}'s for serve and "
+                   "--compact")
     p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
-                   help="override one setting (repeatable; their names: --print-config)")
+                   help="override one setting (repeatable; their names: compaction-guard --print-config)")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also "
                    "GUARD_DEBUG=1)")
 
@@ -131,14 +135,7 @@ def serve_parser() -> argparse.ArgumentParser:
                 "(docs/serve.md).\nEach reply of the upstream model is checked against the conversation in the "
                 "request;\na failed one is redone with the aggressive prompt, then built by deterministic "
                 "truncation.")
-    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
-                   help="the directory of the agent --agent names (its state is where serve records)")
-    p.add_argument("--agent", choices=agents.NAMES, metavar="NAME",
-                   help=f"whose compactions it answers, and records ({', '.join(agents.NAMES)}; default "
-                   f"{agents.DEFAULT})")
-    p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
-                   help="override one setting (repeatable; their names: compaction-guard --print-config)")
-    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
+    _common_options(p, serve=True)
     _serve_options(p)
     _summarizer_options(p)
     return p

@@ -132,7 +132,7 @@ table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px
 </style></head><body>
 <h1>Compaction Resilience Report</h1>
 <div class="muted">State: {escape(rep['state_file'])} · last check {escape(str(rep.get('last_check_at') or 'never'))}</div>
-<p class="status {escape(status['status'])}">Status: {escape(status['status'])}</p>
+<p class="status {escape(status['status'])}">Status: {escape(status['status'])}{escape(_affected(status))}</p>
 <div class="cards">
 <div class="card"><b>{rep['stored_total']}</b>stored summaries (each counted once)</div>
 <div class="card"><b>{rep['fallback_share']:.0%}</b>of them written by a fallback</div>
@@ -157,3 +157,9 @@ opened {cb.get('opened', 0)} time(s); {cb.get('skipped_chains', 0)} chain(s) ski
 <p class="muted">compaction-resilience-guard · generated from the guard's state; nothing on this page comes from the network.</p>
 </body></html>
 """
+
+
+def _affected(status: dict) -> str:
+    from .render import affected_text
+    why = affected_text(status)
+    return f": {why}" if why else ""

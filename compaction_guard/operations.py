@@ -436,6 +436,7 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
     total = sum(usage.values())
     share = {k: (usage[k] / total if total else 0.0) for k in LEVEL_KEYS}
     stored_total = sum(stored.values())
+    affected = affected_sessions(state)
     fallback_share = stored["by_fallback"] / stored_total if stored_total else 0.0
     return {
         "state_file": str(state_path(home)),
@@ -459,7 +460,8 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "last_check": state["check_history"][0] if state["check_history"] else None,
         "circuit_breaker": _breaker_summary(state, settings),
         # sessions whose last compaction failed (a check's verdicts, and the agents' hooks'), each once
-        "failed_sessions": sorted(affected_sessions(state), key=lambda x: str(x["at"]), reverse=True)[:recent],
+        "failed_sessions": sorted(affected, key=lambda x: str(x["at"]), reverse=True)[:recent],
+        "sessions_affected": len(affected),
     }
 
 

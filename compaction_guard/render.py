@@ -394,8 +394,12 @@ def _prometheus_samples(rep: dict, families: dict) -> None:
     metric("compaction_guard_last_check_failures", "gauge", "Failing summaries found by the last check.",
            [({}, last.get("failures_found", 0))])
     status = last.get("status") or "NEVER_CHECKED"
-    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and found no failure (0 also when "
-           "it found no store, could not read one, or never ran).", [({}, 1 if status == "HEALTHY" else 0)])
+    affected = rep.get("sessions_affected", 0)
+    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and no session's latest compaction "
+           "failed (0 also when it found no store, could not read one, or never ran).",
+           [({}, 1 if status == "HEALTHY" and not affected else 0)])
+    metric("compaction_guard_sessions_affected", "gauge", "Sessions whose latest compaction failed and nothing newer "
+           "passed.", [({}, affected)])
     metric("compaction_guard_last_check_status", "gauge", "1 for the last check's status (HEALTHY, DEGRADED, "
            "NO_STORE, ERROR, NEVER_CHECKED).", [({"status": status}, 1)])
     metric("compaction_guard_l3_share", "gauge", "Share of the guard's chain runs that ended at L3.",

@@ -80,8 +80,14 @@ def test_a_second_check_with_nothing_new_stays_degraded_until_a_good_compaction(
     assert st["status"] == "DEGRADED" and st["sessions_affected"] == 1 and st["degraded_since"] == since
     text = guard(env, "--agent", "opencode", "--status").stdout
     assert text.startswith("Compaction Resilience Guard — DEGRADED") and session["session"] in text and since in text
-    # every agent at once says the same
+    # every agent at once says the same, and so do the metrics and the HTML report
     assert json.loads(guard(env, "--status", "--format", "json").stdout)["status"] == "DEGRADED"
+    prom = guard(env, "--agent", "opencode", "--report", "--format", "prometheus").stdout
+    assert 'compaction_guard_sessions_affected{agent="opencode"} 1' in prom
+    assert 'compaction_guard_healthy{agent="opencode"} 0' in prom
+    page = tmp_path / "report.html"
+    guard(env, "--agent", "opencode", "--report", "--html", str(page))
+    assert "Status: DEGRADED: 1 session whose last compaction failed" in page.read_text()
     report = guard(env, "--agent", "opencode", "--report").stdout
     listed = report[report.index("Sessions whose last compaction failed:"):report.index("Recent failures:")]
     assert listed.count("ses_") == 1 and session["session"] in listed      # once, by the agent's key

@@ -142,8 +142,9 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     key = f"{store.KIND}:{session}"
     with StateStore(state_path(layout), settings).update() as state:
         before = state["sessions"].get(key)
-        if isinstance(before, dict) and before.get("id") == last.id:
-            return ""               # judged already (a resume reloaded it)
+        if isinstance(before, dict) and before.get("id") == last.id and before.get("transcript"):
+            return ""               # judged already by this hook (a resume reloaded it); a check's verdict
+            #                         alone (no transcript) has told the model nothing yet
         result = check_record(last, settings)
         # ids and figures only: no text of the conversation is kept in the state
         entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "transcript": transcript}
