@@ -82,14 +82,14 @@ def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False,
     any agent is NO_STORE, with where each one was looked for."""
     total = CheckReport()
     looked = []             # (title, where it looked) of each agent with nothing to check
-    dirs = []               # the directory of each agent looked for and not there
+    dirs = []               # (title, directory) of each agent with nothing to check
     for agent, layout in pairs:
         entry = {"agent": agent.name, "title": agent.title, "layout": layout.describe(), "paths": layout.to_dict()}
         total.agents.append(entry)
         if len(pairs) > 1 and not agent.present(layout):
             entry.update(status="ABSENT", summaries_checked=0, failures_found=0)
             looked.append((agent.title, f"{layout.describe()}: not there; {layout.hint}"))
-            dirs.append(str(layout.state_dir))
+            dirs.append((agent.title, str(layout.state_dir)))
             continue
         try:
             rep = check(layout, settings=settings_of(layout), save=save, recheck_all=recheck_all,
@@ -102,7 +102,7 @@ def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False,
                      stores=len(rep.sources), nothing_found=rep.nothing_found, errors=rep.errors)
         if rep.nothing_found:
             looked.append((agent.title, rep.nothing_found))
-            dirs.append(str(layout.state_dir))
+            dirs.append((agent.title, str(layout.state_dir)))
         total.absorb(rep)
     if any(a["status"] not in ("ABSENT", "NO_STORE") for a in total.agents) or total.errors:
         total.notes.extend(f"{a['title']}: {a['nothing_found']}" for a in total.agents
@@ -112,11 +112,12 @@ def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False,
     elif sum(a["status"] == "NO_STORE" for a in total.agents) == 1:
         # the one agent on this machine, with nothing to check: where it looked, and what to set
         total.nothing_found = next(a["nothing_found"] for a in total.agents if a["status"] == "NO_STORE")
-    else:           # each agent's line says where it looked and what to set; this one, only where
-        home = os.path.expanduser("~")
-        total.nothing_found = ("no compaction store of any agent found (looked in "
-                               + ", ".join(d.replace(home, "~", 1) if d.startswith(home + os.sep) else d for d in dirs)
-                               + "); compaction-guard --agent NAME --check says what to set for one agent")
+    else:           # each agent's line says what it found; this one, once, where each was looked for
+        total.nothing_found = ("no compaction store of any agent found: looked for "
+                               + ", ".join(f"{title} in {d}" for title, d in dirs)
+                               + "; set the variable of the directory an agent keeps its files in (OPENCLAW_STATE_DIR, "
+                               "CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME, XDG_DATA_HOME) or pass --agent NAME "
+                               "--home DIR")
     return total
 
 

@@ -225,5 +225,7 @@ def test_no_store_anywhere_is_said_once_and_short(tmp_path, monkeypatch):
     p = subprocess.run([sys.executable, str(ROOT / "guard.py"), "--check"], env=env, capture_output=True, text=True,
                        timeout=120)
     line = _one_line(p)
-    assert line.startswith("compaction-guard: no compaction store of any agent found (looked in ~/.openclaw")
-    assert len(line) < 300 and "looked in" not in p.stdout and "Status: NO_STORE" in p.stdout
+    assert line.startswith(f"compaction-guard: no compaction store of any agent found: looked for OpenClaw in "
+                           f"{tmp_path / '.openclaw'}, Claude Code in {tmp_path / '.claude'}, ")
+    assert "OPENCLAW_STATE_DIR" in line and "CODEX_HOME" in line
+    assert len(line) - 5 * len(str(tmp_path)) < 400 and "looked for" not in p.stdout and "Status: NO_STORE" in p.stdout
