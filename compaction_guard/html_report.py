@@ -110,7 +110,7 @@ def render(rep: dict, status: dict) -> str:
     failures = "".join(
         f"<tr><td>{escape(str(f.get('detected_at', '')))}</td><td><code>{escape(str(f.get('summary_id', '')))}</code></td>"
         f"<td>{escape(str(f.get('source', '')))}</td><td>{escape(str(f.get('failure_type', '')))}</td>"
-        f"<td>L{escape(str(f.get('level_used', '')))}</td></tr>" for f in rep.get("recent_failures", []))
+        f"<td>{escape(_level(f.get('level_used')))}</td></tr>" for f in rep.get("recent_failures", []))
     days = rep.get("daily") or []
     period = f"{escape(days[0]['date'])} – {escape(days[-1]['date'])}" if days else ""
     legend = "".join(f'<span class="key"><i style="background:{COLORS[k]}"></i>{escape(NAMES[k])} {usage.get(k, 0)}</span>'
@@ -163,3 +163,7 @@ def _affected(status: dict) -> str:
     from .render import affected_text
     why = affected_text(status)
     return f": {why}" if why else ""
+
+
+def _level(level) -> str:
+    return f"L{level}" if level is not None else "none stored (dropped)"
