@@ -6,6 +6,8 @@ Library entry points:
     check_records(records, settings) -> CheckReport
     run_chain(text, summarizer=None, settings=None) -> ChainResult   (no state)
     compact(text, home=None, ...) -> ChainResult   (configured provider, breaker, level_usage)
+    check_summary(summary, history) -> Verdict        (compaction_guard.api: the stable, typed API;
+                                                        api.compact / api.acompact: any summarizer)
 
 Each name is imported when first used: a hook that runs on every tool call imports only its
 own agent's package, not the detectors (launch.py).
@@ -18,6 +20,7 @@ _WHERE = {
     "Settings": "settings", "DEFAULT": "settings", "SEED": "settings",
     "validate": "check", "check_records": "check", "CheckReport": "check",
     "run_chain": "chain", "ChainResult": "chain", "compact": "operations",
+    "check_summary": "api", "Verdict": "api", "Compaction": "api", "Ask": "api",
 }
 __all__ = list(_WHERE)
 __version__ = "0.1.0"

@@ -294,6 +294,15 @@ def run(argv=None) -> int:
             raise GuardError("--fault goes with --simulate or --compact")
         from .serve import serve
         eff = config.load(home, overrides=args.set)
+        agent = agents.get(args.agent) if args.agent else None
+        spec = agent.relay() if agent is not None else None
+        if spec is not None:        # an agent that compacts on the endpoint of every turn: serve relays it
+            if args.provider or args.model or args.api_key_env or args.timeout is not None:
+                raise GuardError(f"serve --agent {args.agent} relays {agent.title}'s own requests, with its own model "
+                                 "and credentials: --provider, --model, --api-key-env and --timeout do not apply "
+                                 f"(--base-url names its upstream, default {spec.upstream})")
+            return serve(home, None, eff.settings, host=args.host, port=args.port, token_env=args.token_env,
+                         observe=args.observe, relay_to=(agent, args.base_url or spec.upstream))
         choice = providers.resolve(flags, home, file_values=eff.provider_values)
         return serve(home, choice, eff.settings, host=args.host, port=args.port, token_env=args.token_env,
                      observe=args.observe)

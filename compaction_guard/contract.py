@@ -12,6 +12,9 @@ part of what a good answer is, and every level of the chain must meet it.
   `## Original Request` ...); the top level of them (a template's `### Done` is part of
   its `## Progress`). Headings inside an untrusted-data block are data, not asked for;
 - `wrapper`: `summary` when the prompt asks for the summary inside `<summary>` tags;
+- `outline`: the numbered sections a prompt says the summary should include (Claude Code's
+  "Your summary should include the following sections:" then `1. Primary Request and
+  Intent: ...`): the shape L3 is written in, not checked (a model may write them as it likes);
 - `footer`: the start of a closing line the prompt asks every summary to end with (lossless-claw:
   `End with exactly: "Expand for details about: <comma-separated list ...>"` gives
   `Expand for details about:`);
@@ -46,6 +49,9 @@ _FENCES_RE = re.compile(r"<(conversation|previous-summary|previous-compaction-su
 _SUMMARY_TAG_RE = re.compile(r"<summary>", re.I)
 # `End with exactly: "<label>: <what goes there>"`: the label is the closing line's required start
 _FOOTER_RE = re.compile(r'End with exactly: "([^"<>\n]{3,80}?:)\s*<[^<>"\n]*>"')
+# "... include the following sections:" then `1. Name: what goes there` lines
+_OUTLINE_RE = re.compile(r"^[^\n]*\bsections\b[^\n]*:[ \t]*$", re.M | re.I)
+_OUTLINE_ITEM_RE = re.compile(r"(\d{1,2})\.[ \t]+([^:\n]{3,60}):")
 _EXACT_IDS_RE = re.compile(r"preserve (?:all )?(?:opaque )?(?:identifiers|literal values) exactly", re.I)
 _UNRESOLVED_RE = re.compile(r"unresolved (?:asks|user requests)", re.I)
 _FIRST_ASK_RE = re.compile(r"Make the exact request below the first item in ## Pending user asks\..*?"
@@ -64,6 +70,7 @@ class Contract:
     first_ask: Optional[str] = None
     audited: bool = False           # OpenClaw's safeguard audit applies (its exact headings were asked for)
     footer: Optional[str] = None    # the closing line's required start
+    outline: tuple = ()             # the numbered sections the prompt lists: L3's shape, not checked
 
     @property
     def structured(self) -> bool:
@@ -72,7 +79,7 @@ class Contract:
     def to_dict(self) -> dict:
         return {"sections": list(self.sections), "wrapper": self.wrapper, "identifiers": list(self.identifiers),
                 "latest_ask": self.latest_ask, "first_ask": self.first_ask, "audited": self.audited,
-                "footer": self.footer}
+                "footer": self.footer, "outline": list(self.outline)}
 
 
 NONE = Contract()
@@ -128,7 +135,24 @@ def of_request(conversation: str, instructions: str) -> Contract:
         m = _FIRST_ASK_RE.search(instructions)
         first = m.group(1).strip() if m else None
     m = _FOOTER_RE.search(_UNTRUSTED_RE.sub(" ", instructions))
-    return Contract(sections, wrapper, identifiers, latest, first, audited, m.group(1) if m else None)
+    return Contract(sections, wrapper, identifiers, latest, first, audited, m.group(1) if m else None,
+                    () if sections else outline_of(instructions))
+
+
+def outline_of(instructions: str) -> tuple:
+    """The numbered sections the instructions list (see the module doc), in order."""
+    text = _UNTRUSTED_RE.sub(" ", instructions)
+    m = _OUTLINE_RE.search(text)
+    if not m:
+        return ()
+    out = []
+    for line in text[m.end():].split("\n")[1:]:
+        item = _OUTLINE_ITEM_RE.match(line)
+        if item:
+            out.append(f"{item.group(1)}. {item.group(2).strip()}:")
+        elif line.strip() and not line[:1].isspace():
+            break                   # the list has ended (blank and indented lines continue an item)
+    return tuple(out) if len(out) >= 2 else ()
 
 
 # ------------------------------------------------------------------ OpenClaw's audit, ported

@@ -1,5 +1,5 @@
 """One JSON POST with a hard deadline, over httpx (the project's one HTTP client:
-the chain's LLM calls here, the proxy's upstream in serve.py).
+the chain's LLM calls here, the proxy's upstream in serve/upstream.py).
 
 The chain owns retries and deadlines, so this does one request and no retries: it
 connects, sends, and reads the body in chunks, giving up when the per-call timeout

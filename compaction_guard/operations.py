@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from . import agents, breaker, providers
-from .chain import run_chain
 from .faults import FaultySummarizer
 from .providers import ProviderChoice
 from .check import CheckReport, auto_workers, iter_results
@@ -134,8 +133,14 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
         report.paths = home.to_dict()
         if home.config_problem:
             report.notes.append(home.config_problem)
-        sources, report.errors = agents.of_layout(home).discover(home)
-        if not sources and not report.errors:
+        agent = agents.of_layout(home)
+        sources, report.errors = agent.discover(home)
+        made = agent.checked_as_made(home, before or store.read()) if not sources and not report.errors else None
+        if made is not None and made[0]:
+            report.notes.append(made[1])          # checked as they were made: nothing to read again
+        elif made is not None:
+            report.nothing_found = f"{made[1]}; {home.hint}"
+        elif not sources and not report.errors:
             report.nothing_found = (f"no compaction store found in {home.describe()}: looked for "
                                     f"{', '.join(home.looked())}; {home.hint}")
     report.sources_found = [{"name": s.kind, "path": str(s.path)} for s in sources]
@@ -368,15 +373,15 @@ class FailureLog:
 def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,
             choice: Optional[ProviderChoice] = None, faults: Optional[dict] = None, previous: Optional[str] = None,
             save: bool = True):
-    """Run the 3-level chain on `text` and return the ChainResult (always a valid summary).
+    """Run the 3-level chain on `text` and return the ChainResult (always a valid summary):
+    compaction_guard.api.compact, recorded in `home`'s state as a `chain` run.
 
     The summarizer is `summarizer`, else the provider `choice`, else the configured one
     (flags/env/openclaw.json, see providers.resolve). `faults` ({level: kind}) injects
     failures. When the circuit breaker is open the LLM levels are skipped. The run counts
-    in level_usage and updates the breaker."""
+    in level_usage and updates the breaker; a state that cannot be written is an error."""
+    from . import api
     home = layout_of(home)
-    store = _store(home, settings)
-    skip = breaker.open_until(store.read()) is not None
     notes = []
     if summarizer is None:
         choice = choice or providers.resolve({}, home)
@@ -385,13 +390,10 @@ def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: S
         summarizer = providers.build(choice, settings)
     if faults:
         summarizer = FaultySummarizer(summarizer, faults, previous or "")
-    result = run_chain(text, summarizer=summarizer, settings=settings, previous=previous, skip_llm=skip)
-    result.notes = notes
-    if save:
-        with store.update() as state:
-            record_chain(state, result)
-            breaker.record(state, result.level_used, skip, settings)
-    return result
+    done = api.compact(text, summarizer, previous=previous, settings=settings, record="chain" if save else None,
+                       home=home, on_state_error="raise")
+    done.chain.notes = notes + list(done.notes)
+    return done.chain
 
 
 # --simulate and --compact run the same chain; --compact is what compactors call.

@@ -285,7 +285,10 @@ def report_text(rep: dict) -> str:
     abandoned = (rep.get("totals") or {}).get("abandoned", 0)
     line = f"  Compactions the guard answered ({head}): {total}"
     if not rep.get("since"):            # the totals are all time
-        line += f" (through serve: {served}, --compact/--simulate: {total - served}"
+        by_via = dict((rep.get("totals") or {}).get("via") or {})
+        others = {k: n for k, n in by_via.items() if k not in ("serve", "chain")}
+        line += f" (through serve: {served}, --compact/--simulate: {total - served - sum(others.values())}"
+        line += "".join(f", {k}: {n}" for k, n in sorted(others.items()))
         line += f"; {abandoned} abandoned by their client, not counted)" if abandoned else ")"
     out.append(line)
     for k, name in LEVEL_NAMES.items():

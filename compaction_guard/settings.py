@@ -366,6 +366,17 @@ class Settings:
     # ... on SIGTERM, compactions in flight stop waiting on the upstream and answer at L3;
     # the server is down within this (systemd's default stop timeout is 90 s).
     serve_shutdown_seconds: float = 20.0
+    # serve as a relay (`serve --agent claude-code`): request bodies over this are refused (413;
+    # the Anthropic API's own limit is 32 MB); the upstream must connect within the first and
+    # send its next bytes within the second (Claude Code's client waits 600 s: x-stainless-timeout).
+    relay_max_body_bytes: int = 32 << 20
+    relay_connect_timeout_seconds: float = 10.0
+    relay_read_timeout_seconds: float = 600.0
+    # ... at most this many connections to the upstream (streams of every session at once).
+    relay_max_connections: int = 256
+    # ... a compaction (every level; L3 after it) must be answered within this: Claude Code gives
+    # a compaction request 600 s, keep-alive pings or not, and a real model can take minutes.
+    relay_compaction_deadline_seconds: float = 540.0
     # Retries inside a level for 429, 5xx and dropped connections.
     llm_max_retries: int = 2
     llm_backoff_seconds: float = 0.5

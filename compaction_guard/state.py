@@ -54,7 +54,7 @@ def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "served": 0, "abandoned": 0,
-                       "failures": {}},
+                       "failures": {}, "via": {}},
             "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}, "own_answers": []}
 
 
@@ -150,6 +150,10 @@ def _normalize(data: dict) -> tuple:
         problems.append("totals.failures")
         by_source = {}
     clean["failures"] = {src: n for src, n in by_source.items() if isinstance(src, str) and _counts(n) is not None}
+    via = _counts(totals.get("via", {}))          # chain runs by who asked: chain, serve, a framework
+    if via is None:
+        problems.append("totals.via")
+    clean["via"] = dict(via or {})
     problems += [f"totals.failures.{src}" for src in by_source if src not in clean["failures"]]
     state["totals"] = clean
     for field, keys in (("level_usage", LEVEL_KEYS), ("stored_summaries", STORED_KEYS)):
@@ -414,14 +418,17 @@ def _count_failure(state: dict, day: dict, source: str, kind: str, n: int = 1) -
 
 def record_chain(state: dict, result, via: str = "chain") -> None:
     """Count one compaction the guard answered in level_usage and keep its figures: `via`
-    "chain" (--compact, --simulate) or "serve" (a request the proxy answered; `served` counts
-    them apart, and their failures are the `serve` source's)."""
+    "chain" (--compact, --simulate), "serve" (a request the proxy answered; `served` counts
+    them apart) or a framework's name (compaction_guard.api with `record=`); the runs are
+    counted by `via` too, and their failures are that source's."""
     state["level_usage"][result.level_key] += 1
     if result.level_used == 3:      # the guard's own L3: known again when the agent stores it
         own_answers.remember(state, result.summary, now_iso())
     day = _day(state, now_iso())
     day[result.level_key] = day.get(result.level_key, 0) + 1
     state["totals"]["chain_runs"] += 1
+    by_via = state["totals"].setdefault("via", {})
+    by_via[via] = by_via.get(via, 0) + 1
     if via == "serve":
         state["totals"]["served"] = state["totals"].get("served", 0) + 1
     state["chain_history"].insert(0, {

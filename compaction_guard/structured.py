@@ -32,8 +32,9 @@ from .summarizers import _cut_to_tokens, truncate_l3
 from .tokens import estimate_tokens
 
 _KINDS = [
+    ("user_messages", re.compile(r"user messages", re.I)),
     ("ask", re.compile(r"pending user ask|original request|user request|primary request|request|goal|intent", re.I)),
-    ("identifier", re.compile(r"identifier|critical context|files|reference|technical concept", re.I)),
+    ("identifier", re.compile(r"identifier|critical context|files|artifact|reference|technical concept", re.I)),
     ("decision", re.compile(r"decision", re.I)),
     ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress", re.I)),
     ("constraint", re.compile(r"constraint|rule|preference|requirement", re.I)),
@@ -105,11 +106,12 @@ def _bullet(line: str) -> str:
 def build(conversation: str, previous: Optional[str], contract: Contract, settings, budget: int) -> str:
     """The L3 answer to a request with this contract (see the module doc)."""
     msgs = turns(conversation) or [("User", conversation)]
-    if not contract.sections:
+    heads = contract.sections or contract.outline
+    if not heads:
         cut = truncate_l3(conversation, settings, budget).text
         cut = _with_footer(cut, conversation, contract)
         return f"<summary>\n{cut}\n</summary>" if contract.wrapper == "summary" else cut
-    kept = _sections_of(previous, contract.sections)
+    kept = _sections_of(previous, heads)
     by_kind = {}
     user_sentences = [s for who, t in msgs if who == "User" for s in _sentences(t)]
     all_sentences = [s for _, t in msgs for s in _sentences(t)]
@@ -126,22 +128,23 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
     if latest and not by_kind["todo"]:       # an unanswered latest request is what is left to do
         by_kind["todo"] = [asks[-1]]
     by_kind["identifier"] = _identifiers(conversation, contract)
+    by_kind["user_messages"] = [" ".join(t.split())[:600] for who, t in msgs if who == "User" and t]
     protected = {"ask", "identifier"}
-    fixed = estimate_tokens("\n\n".join(contract.sections)) + estimate_tokens(NOTE) + 4 * len(contract.sections)
+    fixed = estimate_tokens("\n\n".join(heads)) + estimate_tokens(NOTE) + 4 * len(heads)
     blocks = {}
-    for h in contract.sections:
+    for h in heads:
         k = kind_of(h)
         lines = list(kept.get(h, []))
         if k in protected:
             lines += [x for x in by_kind[k] if x not in lines]
             blocks[h] = lines
     used = fixed + sum(estimate_tokens("\n".join(v)) for v in blocks.values())
-    others = [h for h in contract.sections if h not in blocks]
+    others = [h for h in heads if h not in blocks]
     share = max(MIN_SHARE, max(0, budget - used) // max(1, len(others))) if others else 0
     # the sections of no known kind share the turns in order (progress first, context last),
     # each its slice of the turns' own text, no speaker labels
     texts = [" ".join(t.split()) for _, t in msgs if t]
-    plain_kinds = [h for h in others if kind_of(h) not in _CUES]
+    plain_kinds = [h for h in others if kind_of(h) not in _CUES and kind_of(h) != "user_messages"]
     slices = {}
     for n, h in enumerate(plain_kinds):
         lo, hi = n * len(texts) // len(plain_kinds), (n + 1) * len(texts) // len(plain_kinds)
@@ -149,7 +152,7 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
     for h in others:
         k = kind_of(h)
         lines = list(kept.get(h, []))
-        if k in _CUES:
+        if k in _CUES or k == "user_messages":
             cands = by_kind[k]
         else:
             cut = truncate_l3(slices.get(h, ""), settings, share).text
@@ -167,7 +170,7 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
                 cost += t
         blocks[h] = out
     parts = []
-    for h in contract.sections:
+    for h in heads:
         lines = blocks.get(h) or []
         body = "\n".join(x if i == 0 and contract.first_ask and kind_of(h) == "ask" else _bullet(x)
                          for i, x in enumerate(lines)) if lines else NONE

@@ -33,6 +33,7 @@ class SummaryRequest:
     reduce_reasoning: bool = False   # L2: reasoning_effort low / thinking off where the provider has a knob
     penalties: bool = False          # L2 after a loop: repetition penalties where the API has them
     deadline: Optional[float] = None  # time.monotonic() by which the whole chain must be done
+    contract: Optional[object] = None  # what the request demands of the answer (contract.Contract), when structured
 
 
 @dataclass

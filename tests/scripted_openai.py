@@ -3,7 +3,8 @@
 It speaks what OpenClaw's OpenAI SDK client sends: POST /v1/chat/completions, streamed
 (SSE chunks, a usage chunk when `stream_options.include_usage`, then `[DONE]`) or not,
 and GET /v1/models. Compaction requests (a system prompt about summarization) get the next
-summary of `summaries` (the last one repeating); every other request a short reply. Every
+summary of `summaries` (the last one repeating); every other request a short reply. An answer
+that is a dict `{"status": 500, "message": ...}` is that HTTP error instead. Every
 request is recorded (path and JSON body) in `requests`, and appended to `record` when
 given: what the agent really sent, kept as a fixture.
 
@@ -27,14 +28,24 @@ from fake_llm import ServerThread  # noqa: E402
 REPLY = "Noted. I will keep that in mind."
 
 
+# what the Python frameworks' summary requests say (LangChain's SummarizationMiddleware, Google ADK's
+# LlmEventSummarizer, the guard's own L1 and L2 prompts, which the integrations send)
+MARKS = ("Messages to summarize:", "The following is a conversation history between a user and an AI agent",
+         "You compact conversation history", "Compress the conversation between the fence lines")
+
+
 def is_compaction(body: dict) -> bool:
     """A compaction request: OpenClaw's summarizer system prompt ("You are a context
-    summarization assistant"), or a user message holding the conversation to condense."""
+    summarization assistant"), a user message holding the conversation to condense, or a
+    framework's summary prompt (MARKS)."""
     msgs = body.get("messages") or []
     system = " ".join(str(m.get("content")) for m in msgs if isinstance(m, dict) and m.get("role") in ("system", "developer"))
     last = str(msgs[-1].get("content")) if msgs and isinstance(msgs[-1], dict) else ""
-    return "summarization assistant" in system.lower() or last.lstrip().startswith("<conversation>") \
-        or "<conversation>\n" in last[:200]
+    if "summarization assistant" in system.lower() or last.lstrip().startswith("<conversation>") \
+            or "<conversation>\n" in last[:200]:
+        return True
+    said = " ".join(str(m.get("content")) for m in msgs if isinstance(m, dict))
+    return any(mark in said for mark in MARKS)
 
 
 class ScriptedOpenAI(ServerThread):
@@ -71,6 +82,9 @@ class ScriptedOpenAI(ServerThread):
                     return self._json(400, {"error": {"message": "bad json"}})
                 text, kind = server._answer(body)
                 server._keep(self.path, body, kind)
+                if isinstance(text, dict):          # a scripted HTTP error
+                    return self._json(int(text.get("status", 500)), {"error": {
+                        "message": text.get("message", "scripted failure"), "type": "server_error"}})
                 prompt = server.prompt_tokens or max(1, len(raw) // 4)
                 usage = {"prompt_tokens": prompt, "completion_tokens": max(1, len(text) // 4),
                          "total_tokens": prompt + max(1, len(text) // 4)}

@@ -70,8 +70,11 @@ def test_a_plain_check_checks_every_agent_on_the_machine(tmp_path):
     assert f"opencode data directory {home / '.local' / 'share' / 'opencode'}" in first[4] and "opencode: DEGRADED" in p.stdout
     assert "openclaw: DEGRADED" in p.stdout and "claude-code: DEGRADED" in p.stdout and "codex: DEGRADED" in p.stdout
     doc = json.loads(guard(home, "--check", "--all", "--format", "json").stdout)
-    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex", "gemini", "opencode"]
-    assert all(a["summaries_checked"] > 0 and a["failures_found"] > 0 for a in doc["agents"])
+    assert [a["agent"] for a in doc["agents"]] == ["openclaw", "claude-code", "codex", "gemini", "opencode",
+                                                   "frameworks"]
+    assert all(a["summaries_checked"] > 0 and a["failures_found"] > 0 for a in doc["agents"][:5])
+    assert doc["agents"][5]["status"] == "ABSENT"     # no framework integration has compacted here
+    assert "frameworks: not on this machine" in p.stdout
     assert doc["summaries_checked"] == sum(a["summaries_checked"] for a in doc["agents"])
     sources = {r["source"] for r in doc["results"]}
     assert {"memory-dag-compactor", "claude-code", "codex", "gemini", "opencode"} <= sources

@@ -228,4 +228,4 @@ def test_no_store_anywhere_is_said_once_and_short(tmp_path, monkeypatch):
     assert line.startswith(f"compaction-guard: no compaction store of any agent found: looked for OpenClaw in "
                            f"{tmp_path / '.openclaw'}, Claude Code in {tmp_path / '.claude'}, ")
     assert "OPENCLAW_STATE_DIR" in line and "CODEX_HOME" in line
-    assert len(line) - 5 * len(str(tmp_path)) < 400 and "looked for" not in p.stdout and "Status: NO_STORE" in p.stdout
+    assert len(line.replace(str(tmp_path), "~")) < 500 and "looked for" not in p.stdout and "Status: NO_STORE" in p.stdout

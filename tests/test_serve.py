@@ -56,7 +56,7 @@ class Running:
 
     def __enter__(self):
         self.thread.start()
-        for _ in range(200):
+        for _ in range(3000):           # up to 60 s: the worker processes start first (a busy machine)
             server = self.box.get("server")
             if "error" in self.box:
                 raise self.box["error"]

@@ -23,6 +23,7 @@ REGISTRY = (
     ("codex", "compaction_guard.agents.codex"),
     ("gemini", "compaction_guard.agents.gemini"),
     ("opencode", "compaction_guard.agents.opencode"),
+    ("frameworks", "compaction_guard.agents.frameworks"),
 )
 NAMES = tuple(name for name, _ in REGISTRY)
 DEFAULT = "openclaw"        # whose layout serve, --compact and --print-config use when no --agent is named

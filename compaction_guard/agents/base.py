@@ -86,6 +86,17 @@ class RequestShape(namedtuple("RequestShape", "history previous instructions rej
     __slots__ = ()
 
 
+class RelaySpec(namedtuple("RelaySpec", "protocol upstream variable marker read")):
+    """How `serve --agent NAME` stands in front of an agent that compacts on the endpoint of
+    every turn: the wire protocol it speaks (serve/<protocol>.py), its default upstream (the
+    API the agent talks to without the guard), the variable that points the agent at the
+    guard, the bytes every compaction request of the agent holds (a byte search on each
+    request; only a request holding them is parsed), and `read(body)`: the compaction
+    request read (a RequestShape), or None when the body holds the bytes but is no compaction
+    (a user who pasted the prompt). Every other request is relayed as it came."""
+    __slots__ = ()
+
+
 class Agent:
     name = ""          # on the command line: --agent NAME, hook NAME, install NAME
     title = ""         # for people
@@ -114,6 +125,12 @@ class Agent:
 
     def sniff(self, probe: Probe, layout=None):
         """The Source reading `probe`'s file when it is one of this agent's stores, else None."""
+        return None
+
+    def checked_as_made(self, layout, state: dict):
+        """For an agent the guard runs inside (a library in the agent's own process, with no store
+        the guard can read), (anything recorded, one line): what its state holds of the summaries
+        checked as they were made, or where nothing was; None for an agent with stores."""
         return None
 
     def usages(self, layout, sources: list, notes: list) -> list:
@@ -153,6 +170,12 @@ class Agent:
     def read_request(self, text: str, last_user: str) -> RequestShape | None:
         """A compaction request this agent sends, read, when `text` (the request's non-system
         messages, joined) is one; `last_user` is its last user message. Else None."""
+        return None
+
+    def relay(self) -> RelaySpec | None:
+        """How serve stands in front of this agent's own API (see RelaySpec), for an agent whose
+        compaction goes to the endpoint of every turn; None for one that sends it to a model of
+        its own (serve is then that model)."""
         return None
 
     def compaction_model(self, layout, env):

@@ -168,7 +168,7 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                     findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens,
                                                            previous)
                 yield "identifiers"
-                findings += identifiers.detect(content, settings, input_text, view, measured, sview)
+                findings += identifiers.detect(content, settings, input_text, view, measured, sview, previous)
                 if same and not any(f.failure for f in findings):
                     # names of its own, none of the history's
                     findings += grounding.names_other_things(findings, measured.get("grounding"), settings)

@@ -224,9 +224,10 @@ def _weights(view) -> dict:
 
 
 def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None,
-           summary_view=None) -> list:
+           summary_view=None, previous: Optional[str] = None) -> list:
     """`view`: the input's overlap.InputView, when the caller has one (its figures are shared).
-    `measures`, when given, receives the retention figure (None: the input has no key identifiers)."""
+    `measures`, when given, receives the retention figure (None: the input has no key identifiers).
+    `previous`: the summary this one replaced; what it named is carried forward, not invented."""
     if not input_text or len(content) < 8:
         return []
     out = []
@@ -236,6 +237,9 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     mine = list(summary_view.identifiers(scan))
     derivable = _Derivable(input_text)
     invented = [i for i in _claims(content, mine) if not in_input(i) and not derivable(i)]
+    if invented and previous:
+        in_previous = Finder(InputView(previous), settings.identifiers_max_searches)
+        invented = [i for i in invented if not in_previous(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         # a failure when the summary invents many and most of what it names: the agent

@@ -52,7 +52,8 @@ def main() -> int:
             run(b, work, env, "/compact", "--resume", sid)
             asked = [r for r in server.requests if is_compaction(r["body"])]
         shutil.copy(transcript(cfg, sid), OUT / f"{case}.jsonl")
-        (OUT / f"request-{case}.json").write_text(json.dumps(asked[-1], ensure_ascii=False, indent=1) + "\n",
+        kept = {k: v for k, v in asked[-1].items() if k not in ("key", "raw")}      # no credential, no bytes
+        (OUT / f"request-{case}.json").write_text(json.dumps(kept, ensure_ascii=False, indent=1) + "\n",
                                                   encoding="utf-8")
         shutil.rmtree(tmp, ignore_errors=True)
         print(f"{case}: {OUT / (case + '.jsonl')}")

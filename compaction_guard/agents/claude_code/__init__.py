@@ -2,7 +2,7 @@
 them (layout.py), and the hook the guard runs on its events (hook.py)."""
 from __future__ import annotations
 
-from ..base import Agent
+from ..base import Agent, RelaySpec
 
 
 class ClaudeCode(Agent):
@@ -27,6 +27,11 @@ class ClaudeCode(Agent):
     def install_arguments(self, parser) -> None:
         parser.add_argument("--project", metavar="DIR", help="the project's .claude/settings.json instead of the "
                             "user's")
+
+    def relay(self):
+        from . import requests
+        return RelaySpec("anthropic", "https://api.anthropic.com", "ANTHROPIC_BASE_URL", requests.MARKER,
+                         requests.read)
 
     def install_text(self, action: str, doc: dict) -> str:
         from ..hookkit import entries_text

@@ -1,0 +1,258 @@
+"""What the relay (`serve --agent claude-code`) costs an agent's ordinary turns, side by side
+with going straight to the same upstream in one run.
+
+    python3 benchmarks/bench_relay.py            # 400 small, 60 large, 64 streams
+    python3 benchmarks/bench_relay.py --quick    # 120, 20, 16
+    python3 benchmarks/bench_relay.py --record   # and write benchmarks/results/relay.json
+
+The upstream is a minimal ASGI server (uvicorn, its own process) answering at once; the relay
+runs as users run it (`python3 guard.py serve --agent claude-code --base-url ...`, its own
+process). Each figure is measured on the relay and on the upstream directly in turn (A B A B:
+drift on a busy machine falls on both), over keep-alive connections:
+
+- added latency, p50 and p99, of ordinary (non-compaction) POST /v1/messages requests of 10 KB
+  and 1 MB (the added time: relayed minus direct, pair by pair);
+- time to the first byte of a streamed answer whose upstream sends its first event at once and
+  the rest 50 ms later;
+- 64 streams at once, each 20 events 50 ms apart (about 1 s): time for all, and each one's;
+- peak memory of the relay (VmHWM, /proc): after the runs above, and after a 64 MB streamed
+  answer (a stream is relayed chunk by chunk, never held whole);
+Target (issue #56): at most 1 ms more at p50 for ordinary requests.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+UPSTREAM = r'''
+import asyncio, sys, uvicorn
+
+REPLY = b'{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}'
+EVENT = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok"}}\n\n'
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"}); return
+    more = True
+    while more:
+        m = await receive()
+        more = m.get("more_body", False)
+    path = scope["path"]
+    if path == "/stream" or path == "/big":
+        q = dict(p.split("=") for p in scope["query_string"].decode().split("&") if p)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        if path == "/big":
+            chunk = b"x" * 65536
+            for _ in range(int(q.get("mb", "64")) * 16):
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        else:
+            n, gap = int(q.get("n", "20")), float(q.get("gap", "0.05"))
+            await send({"type": "http.response.body", "body": b'event: message_start\ndata: {}\n\n', "more_body": True})
+            for _ in range(n):
+                await asyncio.sleep(gap)
+                await send({"type": "http.response.body", "body": EVENT, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(REPLY)).encode())]})
+    await send({"type": "http.response.body", "body": REPLY})
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait(port: int, path: str = "/", seconds: float = 60) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def body_of(size: int) -> bytes:
+    """An ordinary turn's body of about `size` bytes (no compaction prompt in it)."""
+    filler = "the deploy of v2.3.1 to staging failed on web-3 with exit 137; raised the limit and re-ran it. "
+    text = (filler * (size // len(filler) + 1))[:size - 200]
+    return json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": False,
+                       "messages": [{"role": "user", "content": text}]}).encode()
+
+
+HEADERS = {"content-type": "application/json", "x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
+
+
+def timed_posts(port: int, body: bytes, n: int) -> list:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        c.request("POST", "/v1/messages?beta=true", body=body, headers=HEADERS)
+        r = c.getresponse()
+        r.read()
+        out.append(time.perf_counter() - t)
+    c.close()
+    return out
+
+
+def paired(relay: int, direct: int, body: bytes, n: int, block: int = 10) -> tuple:
+    """(relayed times, direct times, added per pair): blocks of `block` calls, A B A B."""
+    a, b = [], []
+    timed_posts(relay, body, 3)
+    timed_posts(direct, body, 3)
+    for _ in range(max(1, n // block)):
+        a += timed_posts(relay, body, block)
+        b += timed_posts(direct, body, block)
+    added = [x - y for x, y in zip(sorted(a), sorted(b))]
+    return a, b, added
+
+
+def ttfb(port: int, n: int) -> list:
+    out = []
+    for _ in range(n):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        t = time.perf_counter()
+        c.request("POST", "/stream?n=1&gap=0.05", body=b'{"stream":true}', headers=HEADERS)
+        r = c.getresponse()
+        r.read1(1)
+        out.append(time.perf_counter() - t)
+        r.read()
+        c.close()
+    return out
+
+
+def streams(port: int, k: int) -> tuple:
+    times = [None] * k
+
+    def one(i):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        t = time.perf_counter()
+        c.request("POST", "/stream?n=20&gap=0.05", body=b'{"stream":true}', headers=HEADERS)
+        data = c.getresponse().read()
+        assert data.count(b"content_block_delta") == 40, data[:200]
+        times[i] = time.perf_counter() - t
+        c.close()
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(k)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t0, times
+
+
+def hwm_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def big(port: int, mb: int) -> int:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    c.request("POST", f"/big?mb={mb}", body=b"{}", headers=HEADERS)
+    r = c.getresponse()
+    total = 0
+    while chunk := r.read1(1 << 20):
+        total += len(chunk)
+    c.close()
+    return total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/relay.json")
+    args = ap.parse_args()
+    small_n, large_n, k = (120, 20, 16) if args.quick else (400, 60, 64)
+    up_port, relay_port = free_port(), free_port()
+    home = Path(tempfile.mkdtemp(prefix="bench-relay-"))
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(home), HOME=str(home))
+    up = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port)], stderr=subprocess.DEVNULL)
+    wait(up_port)
+    relay = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", "claude-code", "--base-url",
+                              f"http://127.0.0.1:{up_port}", "--port", str(relay_port)], env=env,
+                             stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{relay_port}/livez", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > end:
+                    raise SystemExit("serve did not start")
+                time.sleep(0.2)
+        res = {"machine": f"{os.cpu_count()} cores", "runs": {"small": small_n, "large": large_n, "streams": k}}
+        for name, size, n in (("10 KB", 10_000, small_n), ("1 MB", 1_000_000, large_n)):
+            a, b, added = paired(relay_port, up_port, body_of(size), n)
+            res[name] = {"relay_p50_ms": statistics.median(a) * 1e3, "relay_p99_ms": pct(a, 99) * 1e3,
+                         "direct_p50_ms": statistics.median(b) * 1e3, "direct_p99_ms": pct(b, 99) * 1e3,
+                         "added_p50_ms": statistics.median(added) * 1e3, "added_p99_ms": pct(added, 99) * 1e3}
+        ta, tb = [], []
+        for _ in range(4):
+            ta += ttfb(relay_port, 5)
+            tb += ttfb(up_port, 5)
+        res["stream first byte"] = {"relay_p50_ms": statistics.median(ta) * 1e3,
+                                    "direct_p50_ms": statistics.median(tb) * 1e3}
+        wall_a, each_a = streams(relay_port, k)
+        wall_b, each_b = streams(up_port, k)
+        res[f"{k} streams at once"] = {"relay_all_s": wall_a, "direct_all_s": wall_b,
+                                       "relay_each_p50_s": statistics.median(each_a),
+                                       "relay_each_p99_s": pct(each_a, 99),
+                                       "direct_each_p50_s": statistics.median(each_b)}
+        before = hwm_mb(relay.pid)
+        got = big(relay_port, 64)
+        res["peak memory"] = {"relay_mb_after_runs": before, "relay_mb_after_64_mb_stream": hwm_mb(relay.pid),
+                              "stream_bytes": got}
+    finally:
+        relay.terminate()
+        up.terminate()
+        relay.wait(30)
+        up.wait(30)
+    for key, v in res.items():
+        if isinstance(v, dict) and key != "runs":
+            print(f"{key}: " + ", ".join(f"{k2} {x:.2f}" if isinstance(x, float) else f"{k2} {x}"
+                                         for k2, x in v.items()))
+    ok = res["10 KB"]["added_p50_ms"] <= 1.0 and res["1 MB"]["added_p50_ms"] <= 1.0
+    print(f"target (at most 1 ms more at p50 for ordinary requests): {'met' if ok else 'NOT met'}")
+    if args.record:
+        res["date"] = time.strftime("%Y-%m-%d")
+        out = ROOT / "benchmarks" / "results" / "relay.json"
+        out.write_text(json.dumps(res, indent=1) + "\n")
+        print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""What the wire protocols share: a server-sent event, a text cut into pieces for a stream,
+the guard's response headers, and an error in the client's own protocol."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+
+def sse(event: Optional[str], data) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def pieces(text: str, size: int = 400):
+    for i in range(0, len(text), size):
+        yield text[i:i + size]
+
+
+def headers_of(out) -> dict:
+    """The guard's headers on an answer: which level answered and what failed before it."""
+    if out is None:
+        return {}
+    h = {"x-compaction-guard-level": str(out.level),
+         "x-compaction-guard-failures": ",".join(out.failures) or "none"}
+    if out.observed:
+        h["x-compaction-guard-observed"] = "would escalate: " + ",".join(out.observed)
+    return h
+
+
+def error_body(proto: str, status: int, message: str) -> dict:
+    from . import anthropic, openai_chat
+    return (anthropic if proto == "anthropic" else openai_chat).error_body(status, message)

@@ -1,0 +1,333 @@
+"""The relay: `serve --agent NAME` in front of an agent that compacts on the endpoint of every
+turn (Claude Code: `ANTHROPIC_BASE_URL`).
+
+Every request goes to the upstream the operator set (never one a request names) as it came:
+method, path, query, headers (the user's credentials among them; hop-by-hop headers and the
+guard's own token aside) and body; the answer comes back as it comes, status, headers and
+body, a stream chunk by chunk as the upstream sends it, never held whole. The only work on an
+ordinary request is one byte search of its body for the agent's compaction marker
+(agents/<name>: `RelaySpec.marker`); a body holding it is parsed, and when the agent's reader
+says it is a compaction, it goes to the validating core (core.py) instead: L1 is the request as
+it came, sent with the client's own credentials, its answer held and checked against the
+conversation in the request; L2 is the same request made aggressive (`RelayRoute.aggressive`);
+L3 is built by extraction in the structure the prompt asks for. An answer that passed at L1 or
+L2 is relayed as the upstream sent it; L3 is written in the protocol and mode the client asked
+for. An upstream error or timeout on a compaction is answered at L3; on any other request it
+is relayed as it came (502/504 in the agent's protocol when no answer came at all).
+
+Nothing of a request is logged; the credentials are scrubbed from every message a failure
+makes (`RelayRoute.scrub`)."""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import importlib
+import json
+from typing import Optional
+
+from ..contract import of_request
+from ..redact import Redactor, safe_url
+from .core import Reply, _cancel_task, brevity
+from .requests import Request
+from .upstream import HOP_HEADER, UpstreamFailure
+
+TOKEN_HEADER = b"x-compaction-guard-token"
+OWN_PATHS = frozenset({"/healthz", "/livez", "/metrics"})
+# a connection's own headers (RFC 9110 7.6.1), and what the client's HTTP stack sets for the next hop
+_HOP = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"proxy-connection",
+                  b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+                  TOKEN_HEADER, HOP_HEADER.encode()})
+_HOP_OUT = frozenset({b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-connection", b"te", b"trailer",
+                      b"trailers", b"transfer-encoding", b"upgrade"})
+# headers that may carry a credential: their values are scrubbed from every message
+_SECRET_HINTS = (b"key", b"token", b"auth", b"cookie", b"secret", b"signature")
+
+
+class Relay:
+    """The pass-through to the agent's upstream (one pooled httpx client) and its compactions
+    handed to the core (`proxy`)."""
+
+    def __init__(self, agent, base_url: str, proxy, settings, token: Optional[str] = None, logger=None):
+        import httpx
+        self.agent = agent
+        self.spec = agent.relay()
+        self.protocol = importlib.import_module(f"{__package__}.{self.spec.protocol}")
+        self.base = base_url.rstrip("/")
+        self.proxy = proxy
+        self.settings = settings
+        self.token = token
+        self.logger = logger
+        import socket
+        limits = httpx.Limits(max_connections=settings.relay_max_connections,
+                              max_keepalive_connections=min(64, settings.relay_max_connections))
+        # TCP_NODELAY: a request's head and body leave at once (without it, Nagle's algorithm holds
+        # the body for the head's delayed acknowledgement: milliseconds on every turn)
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(settings.relay_read_timeout_seconds, connect=settings.relay_connect_timeout_seconds),
+            transport=httpx.AsyncHTTPTransport(limits=limits, socket_options=[
+                (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]),
+            follow_redirects=False)
+
+    def describe(self) -> str:
+        return f"{self.agent.title}'s upstream {safe_url(self.base)} (relayed)"
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    def log(self, line: str) -> None:
+        if self.logger is not None:
+            self.logger(f"compaction-guard serve: {line}")
+
+    # ------------------------------------------------------------------ every request
+    def allowed(self, headers: list) -> bool:
+        if self.token is None:
+            return True
+        given = next((v for k, v in headers if k == TOKEN_HEADER), b"")
+        return hmac.compare_digest(given, self.token.encode())
+
+    async def __call__(self, scope, receive, send) -> None:
+        headers = scope["headers"]
+        if not self.allowed(headers):
+            return await self._error(send, 401, f"missing or wrong guard token ({TOKEN_HEADER.decode()} header)")
+        target = scope.get("raw_path") or scope["path"].encode("utf-8")
+        if not target.startswith(b"/") or target.startswith(b"//") or scope["method"] == "CONNECT":
+            return await self._error(send, 400, "the guard relays requests for paths of its upstream only")
+        query = scope.get("query_string") or b""
+        url = self.base + target.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        raw = await self._body(receive, send, headers)
+        if raw is None:
+            return
+        forward = [(k, v) for k, v in headers if k not in _HOP]
+        if scope["method"] == "POST" and self.spec.marker in raw:
+            body = await self._compaction_body(raw)
+            if body is not None:
+                return await self._compaction(scope, receive, send, url, forward, raw, body)
+        await self._pass(scope["method"], url, forward, raw, receive, send)
+
+    async def _body(self, receive, send, headers) -> Optional[bytes]:
+        """The request's body, whole (held once: it is what goes upstream); None when the client
+        went away, or after the error sent for a body too large or too slow."""
+        limit = self.settings.relay_max_body_bytes
+        declared = next((v for k, v in headers if k == b"content-length"), b"")
+        if declared.isdigit() and int(declared) > limit:
+            await self._error(send, 413, f"request body over {limit} bytes (setting relay_max_body_bytes)")
+            return None
+        chunks, size = [], 0
+
+        async def read():
+            nonlocal size
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    return False
+                chunk = msg.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise OverflowError
+                if chunk:
+                    chunks.append(chunk)
+                if not msg.get("more_body"):
+                    return True
+        try:
+            if not await asyncio.wait_for(read(), self.settings.serve_body_timeout_seconds):
+                return None
+        except OverflowError:
+            await self._error(send, 413, f"request body over {limit} bytes (setting relay_max_body_bytes)")
+            return None
+        except asyncio.TimeoutError:
+            await self._error(send, 408, f"the request body did not arrive within "
+                              f"{self.settings.serve_body_timeout_seconds:g} s (setting serve_body_timeout_seconds)")
+            return None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _pass(self, method: str, url: str, headers: list, raw: bytes, receive, send) -> None:
+        """The request relayed as it came, its answer as it comes."""
+        import httpx
+        request = self.client.build_request(method, url, headers=headers, content=raw)
+        try:
+            resp = await self.client.send(request, stream=True)
+        except httpx.TimeoutException:
+            return await self._error(send, 504, f"{safe_url(self.base)} did not answer within "
+                                     f"{self.settings.relay_connect_timeout_seconds:g} s")
+        except httpx.HTTPError as exc:
+            return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
+                                     f"({type(exc).__name__})")
+        gone = asyncio.ensure_future(_disconnected(receive))
+        pump = asyncio.ensure_future(self._pump(resp, send))
+        try:
+            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done():             # the client went away: so does the upstream's answer
+                await _cancel_task(pump)
+            elif pump.exception() is not None:
+                self.log(f"{method} {safe_url(url.split('?')[0])}: the upstream's answer broke off "
+                         f"({type(pump.exception()).__name__})")
+        finally:
+            gone.cancel()
+            await resp.aclose()
+
+    async def _pump(self, resp, send) -> None:
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": [(k, v) for k, v in resp.headers.raw if k.lower() not in _HOP_OUT]})
+        try:
+            async for chunk in resp.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _error(self, send, status: int, message: str) -> None:
+        data = json.dumps(self.protocol.error_body(status, message)).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data, "more_body": False})
+
+    # ------------------------------------------------------------------ its compactions
+    async def _compaction_body(self, raw: bytes) -> Optional[dict]:
+        """The body, when it is the agent's compaction request (parsed off the event loop)."""
+        def parse():
+            try:
+                body = json.loads(raw)
+            except (ValueError, RecursionError):
+                return None
+            return body if isinstance(body, dict) and self.spec.read(body) is not None else None
+        return await self.proxy.cpu(parse)
+
+    async def _compaction(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict) -> None:
+        from .app import LateHeadersStream
+        proxy = self.proxy
+        if not proxy.admit():
+            return await self._error(send, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
+                                     "serve_max_concurrent, serve_max_queued); retry shortly")
+        request = await proxy.cpu(self._request, body, raw)
+        route = RelayRoute(self, url, headers, raw, body)
+        proto = self.spec.protocol
+        proxy.in_flight += 1
+        task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), (request, None), route))
+        task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
+        model = body.get("model") or "compaction-guard"
+        if body.get("stream"):
+            return await LateHeadersStream(task, proto, model, self.settings.serve_keepalive_seconds,
+                                           self.protocol.usage_asked(body), logger=proxy.log)(scope, receive, send)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if task not in done:
+            await _cancel_task(task)
+            return
+        gone.cancel()
+        try:
+            out = task.result()
+        except Exception as exc:          # noqa: BLE001 - never expected; the client still gets a well-formed error
+            proxy.log(f"internal error: {type(exc).__name__}")
+            return await self._error(send, 500, f"the guard failed on this request ({type(exc).__name__}); see its log")
+        from .protocol import headers_of
+        extra = [(k.encode(), v.encode()) for k, v in headers_of(out).items()]
+        if out.raw is not None:
+            status, rheaders, data = out.raw
+            hs = [(k, v) for k, v in rheaders if k.lower() not in _HOP_OUT and k.lower() not in
+                  (b"content-length", b"content-encoding")]
+        else:
+            status, data = 200, json.dumps(self.protocol.body(out, model)).encode()
+            hs = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": status,
+                    "headers": hs + extra + [(b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data, "more_body": False})
+
+    def _request(self, body: dict, raw: bytes) -> Request:
+        from ..tokens import estimate_tokens
+        shape = self.spec.read(body)
+        return Request(shape.history, shape.previous, shape.instructions,
+                       of_request(shape.history, shape.instructions), shape.rejected,
+                       context_tokens=estimate_tokens(raw.decode("utf-8", "replace")),
+                       context_source=f"the whole request {self.agent.title} sent (system prompt, tools, messages), "
+                                      "estimated")
+
+
+async def _disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class RelayRoute:
+    """Levels 1 and 2 of a relayed compaction: to the agent's upstream, with the client's own
+    headers (its credentials among them), in the mode it asked for; L1 its request as it came."""
+
+    provider = "relay"
+
+    def __init__(self, relay: Relay, url: str, headers: list, raw: bytes, body: dict):
+        self.relay = relay
+        self.url = url
+        self.headers = headers
+        self.raw = raw
+        self.body = body
+        self.proto = relay.spec.protocol
+        self.model = body.get("model") if isinstance(body.get("model"), str) else ""
+        self.deadline = relay.settings.relay_compaction_deadline_seconds
+        secrets_ = []
+        for k, v in headers:
+            if any(h in k for h in _SECRET_HINTS):
+                value = v.decode("latin-1")
+                secrets_.append(value)
+                if " " in value:            # "Bearer <token>": the token alone too
+                    secrets_.append(value.split(" ", 1)[1])
+        self.scrub = Redactor(secrets_)
+
+    def describe(self) -> str:
+        return self.relay.describe()
+
+    def first(self, proto: str, body: dict) -> dict:
+        return body
+
+    def aggressive(self, proto: str, body: dict, req, contract=None, failures=()) -> dict:
+        return self.relay.protocol.aggressive(body, brevity(req, contract), req.max_tokens, req.temperature,
+                                              reasoning_off="reasoning_only" in failures)
+
+    async def call(self, body: dict) -> Reply:
+        import httpx
+        data = self.raw if body is self.body else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        client = self.relay.client
+        cap = self.relay.settings.serve_max_upstream_bytes
+        where = safe_url(self.relay.base)
+        try:
+            async with client.stream("POST", self.url, headers=self.headers, content=data) as resp:
+                chunks, size = [], 0
+                async for chunk in resp.aiter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise UpstreamFailure(f"{where}: an answer larger than {cap:,} bytes (setting "
+                                              "serve_max_upstream_bytes)", "error")
+                    chunks.append(chunk)
+                status, rheaders = resp.status_code, resp.headers.raw
+        except httpx.TimeoutException:
+            raise UpstreamFailure(f"{where}: no answer in time", "timeout") from None
+        except httpx.HTTPError as exc:
+            raise UpstreamFailure(self.scrub(f"{where}: connection failed ({type(exc).__name__})"), "error") from None
+        answer = b"".join(chunks)
+        raw = (status, rheaders, answer)
+        if status >= 300:
+            from ..httpjson import _error_message
+            message = _error_message(status, self.scrub(answer[:65536].decode("utf-8", "replace")).encode())
+            exc = UpstreamFailure(self.scrub(f"{where}: HTTP {status}: {message}"), "error",
+                                  client_side=400 <= status < 500 and status not in (401, 403, 408, 429))
+            exc.raw = raw
+            raise exc
+        streamed = b"text/event-stream" in dict((k.lower(), v) for k, v in rheaders).get(b"content-type", b"")
+        if streamed:
+            text, reasoning, finish, error = self.relay.protocol.read_stream(answer)
+            if error is not None:
+                exc = UpstreamFailure(self.scrub(f"{where}: {error}"), "error")
+                exc.raw = raw
+                raise exc
+        else:
+            try:
+                text, reasoning, finish = self.relay.protocol.parse_answer(json.loads(answer))
+            except (ValueError, RecursionError) as exc:
+                raise UpstreamFailure(f"{where}: {exc}", "error") from None
+        return Reply(self.scrub(text), reasoning, finish, 0, raw)
+
+
+def relay_app(app, relay: Relay):
+    """The ASGI app: the guard's own paths (and the lifespan) to `app`, everything else relayed."""
+    async def asgi(scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OWN_PATHS:
+            return await app(scope, receive, send)
+        return await relay(scope, receive, send)
+    return asgi

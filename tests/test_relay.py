@@ -1,0 +1,316 @@
+"""serve as a relay (issue #56): what it does to requests that are not compactions (nothing),
+measured byte for byte with a raw HTTP client through a real uvicorn server to an upstream
+on 127.0.0.1 whose every byte and pause the test controls; and hostile input."""
+import dataclasses
+import gzip
+import json
+import http.client
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+from compaction_guard import agents  # noqa: E402
+from compaction_guard.settings import DEFAULT  # noqa: E402
+
+from fake_llm import ServerThread, _Server  # noqa: E402
+from test_serve import Running  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-ant-api03-relay-test-0123456789abcdef"
+REQUEST = json.loads((ROOT / "tests" / "data" / "claude-code" / "request-good.json").read_text())
+
+
+class Upstream(ServerThread):
+    """An Anthropic-like upstream: every request kept whole (method, path, headers, body
+    bytes); what it answers, and when, set by the test."""
+
+    def __init__(self):
+        self.seen = []
+        self.release = threading.Event()      # the second half of a stream waits for it
+        self.broken = threading.Event()       # set when the client's side of a stream went away
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _serve(self):
+                n = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                upstream.seen.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
+                                      "body": raw})
+                route = self.path.split("?")[0]
+                if route == "/hang":
+                    time.sleep(30)
+                    return
+                if route == "/stream" or (route == "/v1/messages" and b"summary of the conversation" in raw):
+                    return self._stream(raw)
+                if route == "/gzip":
+                    data = gzip.compress(b'{"zipped": true}')
+                    return self._send(200, data, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
+                if route == "/overloaded":
+                    return self._send(529, b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+                                      [("Content-Type", "application/json"), ("Retry-After", "7"),
+                                       ("request-id", "req_529")])
+                body = json.dumps({"echo": self.path, "got": len(raw)}).encode() if self.command != "HEAD" else b""
+                self._send(200, body, [("Content-Type", "application/json"), ("request-id", "req_0123"),
+                                       ("anthropic-ratelimit-requests-remaining", "99")])
+
+            do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _serve
+
+            def _send(self, status, data, headers):
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def _stream(self, raw):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("request-id", "req_stream")
+                self.end_headers()
+                text = "<summary>\n1. Primary Request and Intent: keep OPS-4411 and release/2.7.\n</summary>"
+                first = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message",'
+                         b'"role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,'
+                         b'"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+                         b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+                         b'"content_block":{"type":"text","text":""}}\n\n')
+                second = ('event: content_block_delta\ndata: ' + json.dumps(
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+                    + '\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+                    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+                    '"stop_sequence":null},"usage":{"output_tokens":20}}\n\n'
+                    'event: message_stop\ndata: {"type":"message_stop"}\n\n').encode()
+                compaction = b"summary of the conversation" in raw
+                try:
+                    self._chunk(first)
+                    if not compaction and not upstream.release.wait(20):
+                        return
+                    for _ in range(1 if compaction else 50):      # a client gone shows as a broken pipe
+                        self._chunk(second)
+                        time.sleep(0.02)
+                    self._chunk(b"")
+                except OSError:
+                    upstream.broken.set()
+
+            def _chunk(self, data):
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.server.handle_error = lambda request, address: None
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+# the checks in the server's threads: no worker processes to start for each test
+QUICK = dataclasses.replace(DEFAULT, serve_check_processes=0)
+
+
+@pytest.fixture
+def relay(tmp_path):
+    def start(settings=QUICK, token_env="GUARD_SERVE_TOKEN"):
+        up = Upstream().__enter__()
+        layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+        srv = Running(layout, None, settings, relay_to=(agents.get("claude-code"), up.url), token_env=token_env)
+        srv.__enter__()
+        started.append((up, srv))
+        return up, srv
+    started = []
+    yield start
+    for up, srv in started:
+        srv.__exit__(None, None, None)
+        up.__exit__(None, None, None)
+
+
+def conn(srv, timeout=10):
+    return http.client.HTTPConnection("127.0.0.1", srv.port, timeout=timeout)
+
+
+HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "anthropic-beta": "claude-code-20250219,x-2026",
+           "content-type": "application/json", "x-stainless-timeout": "600", "X-Custom-Case": "KeepMe"}
+
+
+def test_an_ordinary_request_and_its_answer_cross_unchanged(relay):
+    up, srv = relay()
+    body = b'{"model": "m",   "messages": [{"role": "user", "content": "hi \\u00e9"}], "max_tokens": 5}'
+    c = conn(srv)
+    c.request("POST", "/v1/messages?beta=true&x=%2Fa", body=body, headers=HEADERS)
+    r = c.getresponse()
+    data = r.read()
+    seen = up.seen[-1]
+    assert seen["method"] == "POST" and seen["path"] == "/v1/messages?beta=true&x=%2Fa"
+    assert seen["body"] == body                         # byte for byte, spacing and escapes as sent
+    got = {k.lower(): v for k, v in seen["headers"]}
+    for k, v in HEADERS.items():
+        assert got[k.lower()] == v                      # credentials and every header, to the upstream
+    assert r.status == 200 and data == json.dumps({"echo": "/v1/messages?beta=true&x=%2Fa", "got": len(body)}).encode()
+    assert r.getheader("request-id") == "req_0123" and r.getheader("anthropic-ratelimit-requests-remaining") == "99"
+    assert r.getheader("x-compaction-guard-level") is None       # not a compaction: the guard added nothing
+    assert [k.lower() for k, _ in r.getheaders()].count("date") == 1 and r.getheader("server").startswith("BaseHTTP")
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/v1/models"), ("HEAD", "/"), ("POST", "/v1/messages/count_tokens"),
+                                         ("DELETE", "/v1/files/file_1"), ("PUT", "/v1/other?q=1")])
+def test_every_path_and_method_is_relayed(relay, method, path):
+    up, srv = relay()
+    c = conn(srv)
+    c.request(method, path, body=b"{}" if method in ("POST", "PUT") else None, headers={"x-api-key": KEY})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200 and up.seen[-1]["method"] == method and up.seen[-1]["path"] == path
+
+
+def test_a_stream_goes_out_chunk_by_chunk_never_held_whole(relay):
+    up, srv = relay()
+    c = conn(srv)
+    c.request("POST", "/stream", body=b'{"stream": true}', headers=HEADERS)
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("request-id") == "req_stream"
+    first = r.read1(65536)
+    # the upstream holds the rest until the client has the first part: a relay that buffered would hang here
+    assert b"message_start" in first and b"content_block_delta" not in first
+    up.release.set()
+    rest = r.read()
+    assert rest.count(b"event: content_block_delta") == 50 and rest.endswith(b'data: {"type":"message_stop"}\n\n')
+
+
+def test_a_compressed_answer_is_relayed_compressed(relay):
+    up, srv = relay()
+    c = conn(srv)
+    c.request("GET", "/gzip", headers={"accept-encoding": "gzip"})
+    r = c.getresponse()
+    assert r.getheader("content-encoding") == "gzip"
+    assert gzip.decompress(r.read()) == b'{"zipped": true}'
+
+
+def test_an_upstream_error_is_relayed_as_it_came(relay):
+    up, srv = relay()
+    c = conn(srv)
+    c.request("POST", "/overloaded", body=b"{}", headers=HEADERS)
+    r = c.getresponse()
+    assert r.status == 529 and r.getheader("retry-after") == "7" and r.getheader("request-id") == "req_529"
+    assert json.loads(r.read())["error"]["type"] == "overloaded_error"
+
+
+def test_no_request_chooses_the_host_its_credentials_go_to(relay):
+    up, srv = relay()
+    for target, host in (("/v1/messages", "evil.example"), ("http://evil.example/v1/messages", "evil.example"),
+                         ("//evil.example/v1/messages", "127.0.0.1")):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(f"POST {target} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {KEY}\r\nContent-Length: 2\r\n"
+                  "Connection: close\r\n\r\n{}".encode())
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        s.close()
+        status = int(answer.split(b" ", 2)[1])
+        if status == 200:               # relayed: to the configured upstream, whatever the request named
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["echo"].startswith("/")
+        else:
+            assert status == 400, answer[:200]
+        assert KEY.encode() not in answer
+    # (serve asks the upstream's /healthz once at start: is it another guard?)
+    assert all(s["path"].startswith("/v1/messages") for s in up.seen if s["path"] != "/healthz")
+
+
+def test_an_unreachable_upstream_is_one_clear_error_without_the_key(tmp_path):
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"         # nothing listens there once closed
+    with Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), dead)) as srv:
+        c = conn(srv)
+        c.request("POST", "/v1/messages", body=b"{}", headers=HEADERS)
+        r = c.getresponse()
+        data = r.read()
+    assert r.status == 502 and json.loads(data)["error"]["type"] == "api_error"
+    assert KEY.encode() not in data and KEY[:12].encode() not in data
+
+
+def test_a_client_gone_mid_stream_ends_the_upstream_stream(relay):
+    up, srv = relay()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n\r\n{\"stream\": true}")
+    got = b""
+    while b"message_start" not in got:
+        got += s.recv(65536)
+    s.close()
+    up.release.set()
+    assert up.broken.wait(10)       # the relay closed its side: the upstream's next writes failed
+
+
+def test_an_upstream_that_hangs_is_a_timeout_not_a_hang(relay):
+    up, srv = relay(dataclasses.replace(QUICK, relay_read_timeout_seconds=1.0))
+    c = conn(srv, timeout=20)
+    t0 = time.monotonic()
+    c.request("POST", "/hang", body=b"{}", headers=HEADERS)
+    r = c.getresponse()
+    r.read()
+    assert r.status == 504 and time.monotonic() - t0 < 10
+
+
+def test_a_body_that_is_no_json_but_holds_the_marker_is_relayed_untouched(relay):
+    up, srv = relay()
+    body = b"not json, but: Your task is to create a detailed summary of the conversation so far"
+    c = conn(srv)
+    c.request("POST", "/v1/messages", body=body, headers=HEADERS)
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200 and up.seen[-1]["body"] == body
+
+
+def test_the_prompt_quoted_in_an_earlier_message_is_no_compaction(relay):
+    up, srv = relay()
+    msgs = REQUEST["body"]["messages"]
+    body = dict(REQUEST["body"], stream=False, messages=msgs[:-1] + [
+        {"role": "assistant", "content": "quoting: " + msgs[-1]["content"]}, {"role": "user", "content": "thanks"}])
+    c = conn(srv)
+    c.request("POST", "/v1/messages?beta=true", body=json.dumps(body).encode(), headers=HEADERS)
+    r = c.getresponse()
+    r.read()
+    assert r.getheader("x-compaction-guard-level") is None and up.seen[-1]["body"] == json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_compaction_that_passes_is_the_upstreams_answer_with_the_level(relay, stream):
+    up, srv = relay()
+    body = json.dumps(dict(REQUEST["body"], stream=stream)).encode()
+    c = conn(srv, timeout=60)
+    c.request("POST", "/v1/messages?beta=true", body=body, headers=HEADERS)
+    r = c.getresponse()
+    data = r.read()
+    assert r.status == 200 and r.getheader("x-compaction-guard-level") == "1"
+    assert up.seen[-1]["body"] == body                  # L1 is the request as it came
+    assert b"OPS-4411" in data
+
+
+def test_a_compaction_the_upstream_hangs_on_is_answered_at_l3_in_time(relay):
+    up, srv = relay(dataclasses.replace(QUICK, relay_compaction_deadline_seconds=2.0))
+    body = dict(REQUEST["body"], stream=False)
+    c = conn(srv, timeout=60)
+    t0 = time.monotonic()
+    # a compaction sent to a path where the upstream never answers
+    c.request("POST", "/hang", body=json.dumps(body).encode(), headers=HEADERS)
+    r = c.getresponse()
+    doc = json.loads(r.read())
+    assert r.status == 200 and r.getheader("x-compaction-guard-level") == "3" and time.monotonic() - t0 < 15
+    text = doc["content"][0]["text"]
+    assert text.startswith("<summary>") and "1. Primary Request and Intent:" in text and "OPS-4411" in text
