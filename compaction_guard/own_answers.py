@@ -4,11 +4,12 @@ When `serve` (or `--compact`) answers a compaction at L3, the summary carries th
 note ("[TRUNCATED: ... compaction-resilience-guard L3 ...]"). An agent that stores it would then
 fail the next check as `truncation_marker`, right after the guard fixed its compaction. The note
 alone proves nothing (any model can write it), so the state keeps, for each L3 answer, a key of
-its text (a SHA-256 of the text with its whitespace runs made one space and its headings' levels
-taken away), its length in those characters and where the note's name stands in it: no text. A
+its text (a SHA-256 of the text with its whitespace runs made one space, its headings' levels and
+`<summary>` tags taken away), its length in those characters and where the note's name stands in it: no text. A
 stored summary that holds the note is the guard's own when the span of it that starts that far
 before the note, that long, has that key: whatever the agent wrapped round it (a preface, a file
-list appended, its own line breaks, its headings nested a level deeper).
+list appended, its own line breaks, its headings nested a level deeper, the `<summary>` block
+unwrapped).
 
 Standard library only: the hooks use it.
 """
@@ -21,12 +22,14 @@ from typing import Optional
 NAME = "compaction-resilience-guard L3"          # in both L3 notes (summarizers.L3_NOTE, structured.NOTE)
 _WS = re.compile(r"\s+")
 _HEADING = re.compile(r"(?m)^[ \t]*#{1,6}(?=[ \t])")
+_WRAPPER = re.compile(r"</?summary>", re.I)
 
 
 def _plain(text: str) -> str:
-    """The text with its whitespace runs one space and each Markdown heading's level taken away: what
-    an agent does to an answer it keeps (OpenClaw nests a split turn's headings one level deeper)."""
-    return _WS.sub(" ", _HEADING.sub("#", text)).strip()
+    """The text with its whitespace runs one space, each Markdown heading's level and any `<summary>`
+    tag taken away: what agents do to an answer they keep (OpenClaw nests a split turn's headings one
+    level deeper; Claude Code keeps the inside of the `<summary>` block)."""
+    return _WS.sub(" ", _HEADING.sub("#", _WRAPPER.sub(" ", text))).strip()
 
 
 def _key(plain: str) -> str:
