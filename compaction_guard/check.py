@@ -99,6 +99,15 @@ def _result(rec, findings, output_tokens, input_tokens, fidelity=None) -> Result
     # the session (one conversation) whose latest verdict this is: the agent's own scope
     # ("codex:<thread>", "opencode:<session>", ...: the key its hook records under too)
     r.session_key = rec.stale_scope or (f"{rec.source}:{r.session}" if r.session else None)
+    # the agent's own counts around the compaction where it keeps them, else the summary's input
+    # and output (the verdict's figures for the team's view, telemetry.py)
+    r.tokens_before = rec.context_before if rec.context_before is not None else input_tokens
+    r.tokens_after = rec.context_after if rec.context_after is not None else output_tokens
+    r.trigger = (rec.meta or {}).get("trigger")
+    # the conversation the store says it condensed, by the store's own id of it (a session,
+    # Codex's thread, lossless-claw's conversation): a team's telemetry joins on it
+    meta = rec.meta or {}
+    r.conversation = next((str(meta[k]) for k in ("session", "thread", "conversation_id") if meta.get(k)), None)
     return r
 
 

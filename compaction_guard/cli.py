@@ -66,7 +66,8 @@ def _summarizer_options(p) -> None:
                                "then extractive)")
     llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], metavar="NAME",
                      help="openai, anthropic, local or extractive ($GUARD_PROVIDER)")
-    llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL)")
+    llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL); "
+                     "serve relaying an agent: its upstream")
     llm.add_argument("--model", metavar="NAME", help="$GUARD_MODEL")
     llm.add_argument("--api-key-env", metavar="VAR", help="variable holding the key (OPENAI_API_KEY, "
                      "ANTHROPIC_API_KEY)")
@@ -108,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--simulate", metavar="TEXT", help="run the 3-level chain on TEXT ('-' reads stdin)")
     act.add_argument("--compact", action="store_true",
                      help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
-    act.add_argument("--serve", action="store_true", help="run the validating proxy (also: compaction-guard serve)")
+    act.add_argument("--serve", action="store_true", help="run the validating proxy (also: compaction-guard serve; "
+                     "with --agent claude-code, codex or gemini, a relay in front of its API)")
     act.add_argument("--print-config", action="store_true",
                      help="every effective setting and where it came from")
     p.add_argument("--file", metavar="PATH", help="with --check: one summaries file, summary, transcript or database")
@@ -119,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="with --check: every summary again, not only the new ones")
     p.add_argument("--format", choices=["text", "json", "prometheus"], default="text", metavar="FORMAT",
                    help="text for people, json for machines, prometheus (with --report) for scrapers")
+    p.add_argument("--push", metavar="URL", help="with --check: then push each agent's counters to this Pushgateway "
+                   "(docs/team.md)")
+    p.add_argument("--textfile", metavar="DIR", help="with --check: then write each agent's counters to DIR for "
+                   "node_exporter's textfile collector")
     p.add_argument("--since", metavar="DATE", help="with --report: only from DATE (YYYY-MM-DD)")
     p.add_argument("--html", metavar="FILE", help="with --report: also a self-contained HTML report in FILE")
     _common_options(p)
@@ -134,7 +140,8 @@ def serve_parser() -> argparse.ArgumentParser:
                 description="The validating proxy: an OpenAI- or Anthropic-compatible endpoint a compactor calls "
                 "(docs/serve.md).\nEach reply of the upstream model is checked against the conversation in the "
                 "request;\na failed one is redone with the aggressive prompt, then built by deterministic "
-                "truncation.")
+                "truncation.\nWith --agent claude-code, codex or gemini: a relay in front of that agent's API "
+                "(only its compactions checked).")
     _common_options(p, serve=True)
     _serve_options(p)
     _summarizer_options(p)
@@ -308,6 +315,13 @@ def run(argv=None) -> int:
                      observe=args.observe)
     if args.all and not args.check:
         raise GuardError("--all goes with --check")
+    if (args.push or args.textfile) and not args.check:
+        raise GuardError("--push and --textfile go with --check")
+    if args.push and not args.push.lower().startswith(("http://", "https://")):
+        raise GuardError(f"--push {args.push!r}: give the Pushgateway's URL, e.g. http://pushgateway:9091")
+    if args.textfile and not Path(args.textfile).is_dir():
+        raise GuardError(f"--textfile {args.textfile}: not a directory; give node_exporter's "
+                         "--collector.textfile.directory")
     if (args.since or args.html) and not args.report:
         raise GuardError("--since and --html go with --report")
     if args.format == "prometheus" and not args.report:
@@ -387,6 +401,10 @@ def _check(args, pairs, settings_of) -> int:
     out.finish(rep)
     for err in rep.errors:
         print(f"compaction-guard: {err}", file=sys.stderr)
+    if args.push or args.textfile:
+        from . import telemetry
+        for problem in telemetry.push_now(pairs, settings_of, args.push, args.textfile):
+            print(f"compaction-guard: {problem}", file=sys.stderr)
     if rep.nothing_found:
         print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
         return 2

@@ -138,6 +138,14 @@ def _validate(s: Settings) -> None:
             raise GuardError(f"setting {name} = {getattr(s, name)} must be at least 1")
     if s.max_inflation_ratio <= 0:
         raise GuardError(f"setting max_inflation_ratio = {s.max_inflation_ratio} must be above 0")
+    for name in ("telemetry_max_batch", "telemetry_max_events"):
+        if getattr(s, name) < 1:
+            raise GuardError(f"setting {name} = {getattr(s, name)} must be at least 1")
+    for name in ("telemetry_timeout_seconds", "telemetry_deadline_seconds"):
+        if not getattr(s, name) > 0:
+            raise GuardError(f"setting {name} = {getattr(s, name)} must be above 0")
+    if s.push_url and not s.push_url.lower().startswith(("http://", "https://")):
+        raise GuardError(f"setting push_url = {s.push_url!r}: give the Pushgateway's URL, e.g. http://pushgateway:9091")
 
 
 def describe(eff: Effective, choice, layout) -> dict:

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sqlite3
 from datetime import date, datetime, timedelta, timezone
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -23,15 +23,16 @@ from .check import CheckReport, auto_workers, iter_results
 from .errors import GuardError
 from .settings import DEFAULT, Settings
 from .ledger import digest as ledger_digest
-from .state import (LEVEL_KEYS, STORED_KEYS, StateStore, affected_sessions, apply_counts, record_chain, record_check,
-                    record_verdict, state_path)
+from .state import (LEVEL_KEYS, STORED_KEYS, StateStore, affected_sessions, apply_counts, keep_verdict, record_check,
+                    state_path)
 from .check import degraded_doc
 from .own_answers import Matcher
-from . import stores
+from .verdicts import FailureLog
+from . import stores, telemetry
 
 
 def _store(home, settings: Settings) -> StateStore:
-    return StateStore(state_path(home), settings)
+    return StateStore(state_path(home), settings, agent=getattr(home, "agent", None))
 
 
 layout_of = agents.layout_of
@@ -149,7 +150,9 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
     for src in sources:
         src.input_chars = settings.max_input_chars
     new_marks = {}
-    log = FailureLog(settings.max_failures_kept)
+    # each new summary's verdict event, for a team's telemetry when one is configured (bounded)
+    log = FailureLog(settings.max_failures_kept, getattr(home, "agent", None), "check",
+                     events=settings.telemetry_max_events if telemetry.wanted(settings) else 0)
     # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to
     # the ledger whose result this check has; `known`: summaries a guard older than the
     # ledger counted (below its watermark), added to the ledger uncounted.
@@ -253,6 +256,9 @@ def _keyed(src, records, ledger, old_mark, known, own=None):
             d = ledger_digest(rec.key)
             if d in known or ledger.has(d):
                 rec.new = False
+            elif any(ledger.has(ledger_digest(a)) for a in (rec.meta or {}).get("aliases") or ()):
+                rec.new = False         # counted by the agent's hook under another identity
+                known.add(d)
             else:
                 if covered is None:      # asked after the source started reading (it knows the file then)
                     covered = src.covered(old_mark) if old_mark else (lambda r: False)
@@ -299,6 +305,8 @@ def _record(store, ledger, report, settings, log, keys, new_marks, last_by_sessi
             report.affected = affected_sessions(state, agent)
             record_check(state, report, settings, counts)
             state["counted_batch"] = batch
+            if log.events:
+                state["_verdicts"] = list(log.events)
             if new_marks is not None:
                 wm = state.setdefault("watermarks", {})
                 for k, v in new_marks.items():
@@ -321,7 +329,7 @@ def _keep_verdicts(state: dict, verdicts: dict, settings: Settings, whole: bool)
     of the agent's stores (`whole`), a session whose file is gone (a transcript deleted, an
     older guard's key) is forgotten: nothing newer can come for it."""
     for key, entry in verdicts.items():
-        record_verdict(state, key, entry)
+        keep_verdict(state, key, entry)
     if whole:
         for key in [k for k, v in state["sessions"].items() if ":" not in k or _gone(v)]:
             del state["sessions"][key]
@@ -339,35 +347,6 @@ def _store_exists(mark_key: str) -> bool:
     """Watermark keys are `<kind>:<path>`."""
     _, _, path = mark_key.partition(":")
     return bool(path) and Path(path).exists()
-
-
-class FailureLog:
-    """What summaries new to the ledger add: how many each writer (model or fallback)
-    wrote, failures by source and kind, and the newest failure records (bounded): ids
-    and figures, never summary text."""
-
-    def __init__(self, limit: int):
-        self.entries = deque(maxlen=limit)
-        self.stored = Counter()
-        self.failures = Counter()       # (source, kind) -> failures among new summaries
-
-    def add(self, result, when: str) -> None:
-        if not getattr(result, "new", True):
-            return
-        fallback = getattr(result, "fallback", False) or getattr(result, "own_answer", False) \
-            or "truncation_marker" in result.failures
-        self.stored["by_fallback" if fallback else "by_model"] += 1
-        for kind in result.failures:
-            self.failures[(result.source, kind)] += 1
-            self.entries.append({"summary_id": result.id, "failure_type": kind, "level_used": 3 if fallback else 1,
-                                 "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
-                                 "detected_at": when, "source": result.source})
-
-    def counts(self, when: str) -> dict:
-        """The batch the ledger keeps until the state has it (state.apply_counts)."""
-        return {"day": when[:10], "stored": dict(self.stored),
-                "failures": [[src, kind, n] for (src, kind), n in sorted(self.failures.items())],
-                "entries": list(self.entries)}
 
 
 def compact(text: str, home: Optional[Path] = None, summarizer=None, settings: Settings = DEFAULT,

@@ -334,19 +334,8 @@ def report_text(rep: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- Prometheus
-def _label(value) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def failures_by_store_kind(failures: dict) -> dict:
-    """Failure counts per source with every `file:<name>` folded into `file`: one label
-    value per store kind, so a metric's label set stays bounded whatever was checked."""
-    by_source = {}
-    for src, kinds in failures.items():
-        into = by_source.setdefault("file" if src.startswith("file:") else src, {})
-        for kind, n in kinds.items():
-            into[kind] = into.get(kind, 0) + n
-    return by_source
+# the names, help and labels live in exposition.py (shared with the Pushgateway push, the
+# textfile and serve's /metrics)
 
 
 def report_prometheus(reports) -> str:
@@ -354,74 +343,11 @@ def report_prometheus(reports) -> str:
     a Pushgateway): counters per level, per failure kind and source; gauges for the
     last check and the L3 share. `reports`: one report, or a list of them (one per agent,
     each sample then labelled with its `agent`)."""
+    from . import exposition
     families = {}           # name -> [kind, help, samples], each family written once
     for rep in [reports] if isinstance(reports, dict) else reports:
-        _prometheus_samples(rep, families)
-    out = []
-    for name, (kind, help_, samples) in families.items():
-        out.append(f"# HELP {name} {help_}")
-        out.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            lab = "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}" if labels else ""
-            out.append(f"{name}{lab} {value}")
-    return "\n".join(out) + "\n"
-
-
-def _prometheus_samples(rep: dict, families: dict) -> None:
-    agent = {"agent": rep["agent"]} if rep.get("agent") else {}
-
-    def metric(name, kind, help_, samples):
-        families.setdefault(name, [kind, help_, []])[2].extend(({**agent, **labels}, v) for labels, v in samples)
-
-    totals = rep["totals"]
-    metric("compaction_guard_compactions_total", "counter", "Runs of the guard's chain, by the level that produced "
-           "the summary.", [({"level": k}, rep["level_usage"][k]) for k in LEVEL_NAMES])
-    metric("compaction_guard_stored_summaries_total", "counter", "Summaries found in the stores, each counted once, "
-           "by who wrote them.", [({"written_by": k[3:]}, rep["stored_summaries"][k]) for k in ("by_model", "by_fallback")])
-    # one label value per store kind: files checked with --file (`file:<name>`) are one `file`
-    # source here, so the label set stays bounded whatever was checked
-    by_source = failures_by_store_kind(totals["failures"])
-    metric("compaction_guard_failures_total", "counter", "Failing summaries, by failure kind and store.",
-           [({"source": src, "kind": kind}, n) for src, kinds in sorted(by_source.items())
-            for kind, n in sorted(kinds.items())])
-    metric("compaction_guard_summaries_checked_total", "counter", "Summaries checked, all checks.",
-           [({}, totals["summaries_checked"])])
-    metric("compaction_guard_checks_total", "counter", "Checks run.", [({}, totals["checks"])])
-    metric("compaction_guard_chain_runs_total", "counter", "Runs of the 3-level chain.", [({}, totals["chain_runs"])])
-    last = rep.get("last_check") or {}
-    ts = _epoch(rep.get("last_check_at"))
-    metric("compaction_guard_last_check_timestamp_seconds", "gauge", "When the last check ran (Unix time).",
-           [({}, ts)])
-    metric("compaction_guard_last_check_summaries", "gauge", "Summaries the last check looked at.",
-           [({}, last.get("summaries_checked", 0))])
-    metric("compaction_guard_last_check_failures", "gauge", "Failing summaries found by the last check.",
-           [({}, last.get("failures_found", 0))])
-    status = last.get("status") or "NEVER_CHECKED"
-    affected = rep.get("sessions_affected", 0)
-    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and no session's latest compaction "
-           "failed (0 also when it found no store, could not read one, or never ran).",
-           [({}, 1 if status == "HEALTHY" and not affected else 0)])
-    metric("compaction_guard_sessions_affected", "gauge", "Sessions whose latest compaction failed and nothing newer "
-           "passed.", [({}, affected)])
-    metric("compaction_guard_last_check_status", "gauge", "1 for the last check's status (HEALTHY, DEGRADED, "
-           "NO_STORE, ERROR, NEVER_CHECKED).", [({"status": status}, 1)])
-    metric("compaction_guard_l3_share", "gauge", "Share of the guard's chain runs that ended at L3.",
-           [({}, rep["level_share"]["l3_deterministic"])])
-    metric("compaction_guard_fallback_share", "gauge", "Share of the stored summaries a deterministic fallback wrote.",
-           [({}, rep["fallback_share"])])
-    cb = rep.get("circuit_breaker") or {}
-    metric("compaction_guard_circuit_open", "gauge", "1 while the circuit breaker skips the LLM levels.",
-           [({}, 1 if cb.get("open_until") else 0)])
-
-
-def _epoch(iso) -> float:
-    from datetime import datetime
-    if not iso:
-        return 0
-    try:
-        return datetime.fromisoformat(str(iso)).timestamp()
-    except ValueError:
-        return 0
+        exposition.samples(rep, {"agent": rep["agent"]} if rep.get("agent") else {}, families)
+    return exposition.text(families)
 
 
 def status_text(st: dict) -> str:

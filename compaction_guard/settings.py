@@ -415,6 +415,27 @@ class Settings:
     max_sources_kept: int = 50
     l3_warning_share: float = 0.10
 
+    # --- a team's view (telemetry.py, exposition.py) ----------------------------
+    # After each verdict, push the agent's counters to this Prometheus Pushgateway (its base
+    # URL, e.g. http://pushgateway:9091; '' = no push; `--check --push URL` pushes once, now).
+    push_url: str = ""
+    # The Pushgateway job they are grouped under, with the machine, user and agent.
+    push_job: str = "compaction_guard"
+    # After each verdict, write the agent's counters to compaction_guard-<user>-<agent>.prom in
+    # this directory, node_exporter's textfile collector's ('' = none; `--check --textfile DIR`).
+    textfile_dir: str = ""
+    # The `machine` and `user` labels ('' = the host name and the login name).
+    machine_label: str = ""
+    user_label: str = ""
+    # The telemetry worker a verdict starts (never the agent's hook itself): at most this many
+    # verdict events in one OTLP request; at most this many waiting to be sent (more are
+    # dropped, and said); each request at most this long (OTEL_EXPORTER_OTLP_TIMEOUT, when set,
+    # wins); the whole run at most this long.
+    telemetry_max_batch: int = 512
+    telemetry_max_events: int = 10000
+    telemetry_timeout_seconds: float = 5.0
+    telemetry_deadline_seconds: float = 30.0
+
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **changes)
 

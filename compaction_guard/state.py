@@ -54,8 +54,11 @@ def empty_state() -> dict:
     return {"last_check_at": None, "level_usage": {k: 0 for k in LEVEL_KEYS}, "failures": [],
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "served": 0, "abandoned": 0,
-                       "failures": {}, "via": {}},
-            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}, "own_answers": []}
+                       "failed_summaries": 0, "failures": {}, "via": {}},
+            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}, "own_answers": [],
+            # which agent's state this is, and since when it counts (the start of its counters
+            # for a team's telemetry: telemetry.py)
+            "agent": None, "created_at": None}
 
 
 def _int(v) -> Optional[int]:
@@ -105,9 +108,10 @@ def _normalize(data: dict) -> tuple:
     problems = []
     state = empty_state()
     state.update({k: v for k, v in data.items() if k in state or k.startswith("x_")})
-    if not _str_or_none(state.get("last_check_at")):
-        problems.append("last_check_at")
-        state["last_check_at"] = None
+    for k in ("last_check_at", "agent", "created_at"):
+        if not _str_or_none(state.get(k)):
+            problems.append(k)
+            state[k] = None
     for k in ("circuit", "watermarks", "daily", "sessions"):
         if not isinstance(state.get(k), dict):
             problems.append(k)
@@ -140,7 +144,7 @@ def _normalize(data: dict) -> tuple:
     if not isinstance(state.get("totals"), dict):
         problems.append("totals")
     clean = {}
-    for k in ("summaries_checked", "checks", "chain_runs", "served", "abandoned"):
+    for k in ("summaries_checked", "checks", "chain_runs", "served", "abandoned", "failed_summaries"):
         clean[k] = _int(totals.get(k, 0))
         if clean[k] is None:
             problems.append(f"totals.{k}")
@@ -208,12 +212,16 @@ def fold_sources(by_source: dict, limit: int) -> dict:
 
 
 class StateStore:
-    """Reads and atomically updates one state file."""
+    """Reads and atomically updates one state file. An update that records verdicts (the
+    `_verdicts` its recorders add: verdicts.py) hands them to telemetry.publish once the state
+    is written, with the state's `agent` (`agent` names it for a state that does not yet)."""
 
-    def __init__(self, path: Path, settings, warn=None):
+    def __init__(self, path: Path, settings, warn=None, agent: Optional[str] = None):
         self.path = Path(path)
         self.settings = settings
         self.warn = warn or (lambda msg: print(msg, file=sys.stderr))
+        self.agent = agent
+        self.after_write = []       # done once an update's state is written (the ledger's phase 3)
 
     # ------------------------------------------------------------------ reading
     def read(self) -> dict:
@@ -290,15 +298,26 @@ class StateStore:
     def update(self):
         """`with store.update() as state:` modify `state`; it is written atomically on exit."""
         lock_fd = self._lock("lock")
+        self.after_write = []
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             state = self.read()
             yield state
+            verdicts = state.pop("_verdicts", None)
+            if self.agent and not state.get("agent"):
+                state["agent"] = self.agent
+            state["created_at"] = state.get("created_at") or now_iso()
             self._trim(state)
             self._sweep()
             self._write(state)
         finally:
             os.close(lock_fd)
+        done, self.after_write = self.after_write, []
+        for step in done:
+            step()
+        if verdicts:
+            from . import telemetry
+            telemetry.publish(self.path.parent, state.get("agent") or self.agent, verdicts, self.settings)
 
     def _sweep(self) -> None:
         """Remove the temporary files of writes that never finished (a writer killed between
@@ -365,7 +384,7 @@ def _parse(raw: bytes):
 def record_check(state: dict, report, settings, counts: Optional[dict] = None) -> int:
     """Add a check's outcome to `state`. Returns how many failures were recorded.
 
-    `counts` (operations.FailureLog.counts) is what the summaries new to the ledger add:
+    `counts` (verdicts.FailureLog.counts) is what the summaries new to the ledger add:
     each stored summary counts once, ever (ledger.py), in stored_summaries by who wrote
     it and, if it failed, in the failure totals. level_usage is not touched: it counts
     the guard's own chain runs by level (record_chain)."""
@@ -399,6 +418,7 @@ def apply_counts(state: dict, counts: dict) -> None:
     for k, n in counts["stored"].items():
         state["stored_summaries"][k] = state["stored_summaries"].get(k, 0) + n
         day[f"stored_{k}"] = day.get(f"stored_{k}", 0) + n
+    state["totals"]["failed_summaries"] = state["totals"].get("failed_summaries", 0) + counts.get("failed", 0)
     for source, kind, n in counts["failures"]:
         _count_failure(state, day, source, kind, n)
     state["failures"].extend(counts["entries"])
@@ -440,6 +460,8 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
                                                if getattr(a, "request", None) and a.request.get("adjustment") else {})}
                      for a in result.attempts],
     })
+    from .verdicts import chain_event
+    state.setdefault("_verdicts", []).append(chain_event(result, via))
     for a in result.attempts:
         for kind in a.failures:
             _count_failure(state, day, via, kind)
@@ -450,7 +472,7 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
             })
 
 
-def record_verdict(state: dict, key: str, entry: dict) -> None:
+def keep_verdict(state: dict, key: str, entry: dict) -> None:
     """A session's latest compaction verdict (`key`: the agent's scope of it, "opencode:<id>"),
     replacing the one before; while its compactions keep failing, `failing_since` stays the
     time of the first failure of the run."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compaction_guard.own_answers import Matcher, entry
-from compaction_guard.state import affected_sessions, empty_state, record_verdict
+from compaction_guard.state import affected_sessions, empty_state, keep_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "recordings" / "opencode" / "data"
@@ -137,19 +137,19 @@ def test_a_session_whose_database_is_gone_no_longer_counts(tmp_path):
 
 def test_each_session_keeps_when_its_failing_began_and_a_good_compaction_ends_it():
     state = empty_state()
-    record_verdict(state, "codex:a", {"id": "1", "failures": ["empty"], "at": "2026-12-01T10:00:00+00:00"})
-    record_verdict(state, "codex:b", {"id": "2", "failures": ["repetition"], "at": "2026-12-01T11:00:00+00:00",
+    keep_verdict(state, "codex:a", {"id": "1", "failures": ["empty"], "at": "2026-12-01T10:00:00+00:00"})
+    keep_verdict(state, "codex:b", {"id": "2", "failures": ["repetition"], "at": "2026-12-01T11:00:00+00:00",
                                       "pending": True})
-    record_verdict(state, "codex:a", {"id": "3", "failures": ["garbled"], "at": "2026-12-02T10:00:00+00:00"})
+    keep_verdict(state, "codex:a", {"id": "3", "failures": ["garbled"], "at": "2026-12-02T10:00:00+00:00"})
     # a check's verdict on b's same compaction keeps the warning its hook owes the model
-    record_verdict(state, "codex:b", {"id": "2", "failures": ["repetition"], "at": "2026-12-01T12:00:00+00:00"})
+    keep_verdict(state, "codex:b", {"id": "2", "failures": ["repetition"], "at": "2026-12-01T12:00:00+00:00"})
     state["sessions"]["ses_legacy"] = {"id": "x", "failures": ["empty"], "at": "2026-11-01T00:00:00+00:00"}
     got = affected_sessions(state)
     assert [(a["session"], a["since"], a["failures"], a["warned"]) for a in got] == [
         ("codex:a", "2026-12-01T10:00:00+00:00", ["garbled"], True),
         ("codex:b", "2026-12-01T11:00:00+00:00", ["repetition"], False)]
-    record_verdict(state, "codex:a", {"id": "4", "failures": [], "at": "2026-12-03T10:00:00+00:00"})
-    record_verdict(state, "codex:b", {"id": "5", "failures": [], "at": "2026-12-03T10:00:00+00:00"})
+    keep_verdict(state, "codex:a", {"id": "4", "failures": [], "at": "2026-12-03T10:00:00+00:00"})
+    keep_verdict(state, "codex:b", {"id": "5", "failures": [], "at": "2026-12-03T10:00:00+00:00"})
     assert affected_sessions(state) == []
 
 

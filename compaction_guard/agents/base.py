@@ -23,60 +23,6 @@ from pathlib import Path
 from ..errors import GuardError
 
 
-class Probe:
-    """A file the user named, read once for every agent's `sniff`: its first bytes, and (asked
-    for) its SQLite tables, its text and its parsed data. Read-only; `close()` lets go of a
-    database connection no store took."""
-
-    def __init__(self, path: Path, max_bytes: int):
-        self.path = Path(path)
-        self.max_bytes = max_bytes
-        with open(self.path, "rb") as fh:
-            self.head = fh.read(4096)
-        self._con = None
-        self._tables = None
-        self._text = None
-
-    @property
-    def is_sqlite(self) -> bool:
-        from ..sqlite_ro import SQLITE_MAGIC
-        return self.head.startswith(SQLITE_MAGIC)
-
-    def tables(self) -> dict:
-        """{table: set of columns} of a SQLite file (empty for any other)."""
-        if self._tables is None:
-            from .. import sqlite_ro
-            self._tables = {}
-            if self.is_sqlite:
-                self._con = sqlite_ro.connect_unchanged(self.path, "database")
-                self._tables = sqlite_ro.tables(self._con)
-        return self._tables
-
-    def take_connection(self):
-        """The open read-only connection, handed to the store that reads the file."""
-        con, self._con = self._con, None
-        return con
-
-    def text(self) -> tuple:
-        """(text, note) of a text file (stores.read_text)."""
-        if self._text is None:
-            from ..stores import read_text
-            self._text = read_text(self.path, max_bytes=self.max_bytes)
-        return self._text
-
-    def data(self):
-        """The file parsed as JSON, YAML or JSONL (records_file.load_data)."""
-        if not hasattr(self, "_data"):
-            from ..stores import records_file
-            self._data = records_file.load_data(self.path, self.text()[0])
-        return self._data
-
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-
-
 class RequestShape(namedtuple("RequestShape", "history previous instructions rejected", defaults=(None,))):
     """A compaction request read by the agent that sends it: the conversation to summarize
     (history), the summary it replaces (previous, or None), what the prompt asks with the
@@ -123,8 +69,9 @@ class Agent:
         error line and the others are still read."""
         return [], []
 
-    def sniff(self, probe: Probe, layout=None):
-        """The Source reading `probe`'s file when it is one of this agent's stores, else None."""
+    def sniff(self, probe, layout=None):
+        """The Source reading `probe`'s file (a stores.probe.Probe) when it is one of this agent's
+        stores, else None."""
         return None
 
     def checked_as_made(self, layout, state: dict):

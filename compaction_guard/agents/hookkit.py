@@ -127,6 +127,20 @@ def last_request(history: str) -> str:
     return asks[-1][:300] if asks else ""
 
 
+def record_verdict(layout, settings, key: str, entry: dict, record=None, result=None) -> None:
+    """A compaction the hook judged: the session's verdict (`entry`, under `key`) in the state,
+    and, when `record` is the stored summary (its `key` its identity in the count ledger),
+    counted once with the checks' counts and its event handed to a team's telemetry
+    (verdicts.count_once, state.StateStore.update)."""
+    from ..state import StateStore, keep_verdict, state_path
+    store = StateStore(state_path(layout), settings, agent=layout.agent)
+    with store.update() as state:
+        if record is not None and result is not None:
+            from ..verdicts import count_once
+            count_once(store, state, record, result, settings, layout.agent)
+        keep_verdict(state, key, entry)
+
+
 def warning_text(failures: list, reason: str, lost: list, ask: str, transcript) -> str:
     """What the model is told, once, after a failed compaction."""
     lines = [f"compaction-resilience-guard: the last compaction of this session failed its check "

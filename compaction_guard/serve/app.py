@@ -269,40 +269,12 @@ class LateHeadersStream:
 
 
 def _metrics_text(proxy: Proxy) -> str:
-    """The state's counters as Prometheus metrics, through prometheus_client."""
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    """The agent's state as Prometheus metrics (exposition.py: the names `--report --format
+    prometheus`, the Pushgateway and the textfile use too), and what serve is working on."""
     from .. import operations
-    from ..render import failures_by_store_kind
-
-    rep = operations.report(proxy.store.path.parents[2], proxy.settings)
-
-    class StateCollector:
-        def collect(self):
-            c = CounterMetricFamily("compaction_guard_compactions", "Runs of the guard's chain (and proxied "
-                                    "compactions), by the level that produced the summary.", labels=["level"])
-            for k, n in rep["level_usage"].items():
-                c.add_metric([k], n)
-            yield c
-            c = CounterMetricFamily("compaction_guard_stored_summaries", "Summaries found in the stores, each "
-                                    "counted once, by who wrote them.", labels=["written_by"])
-            for k, n in rep["stored_summaries"].items():
-                c.add_metric([k[3:]], n)
-            yield c
-            c = CounterMetricFamily("compaction_guard_failures", "Failing summaries, by failure kind and store.",
-                                    labels=["source", "kind"])
-            for src, kinds in sorted(failures_by_store_kind(rep["totals"]["failures"]).items()):
-                for kind, n in sorted(kinds.items()):
-                    c.add_metric([src, kind], n)
-            yield c
-            yield GaugeMetricFamily("compaction_guard_l3_share", "Share of chain runs that ended at L3.",
-                                    value=rep["level_share"]["l3_deterministic"])
-            yield GaugeMetricFamily("compaction_guard_circuit_open", "1 while the circuit breaker skips the LLM levels.",
-                                    value=1 if rep["circuit_breaker"]["open_until"] else 0)
-            yield GaugeMetricFamily("compaction_guard_serve_in_flight", "Compactions the proxy is working on.",
-                                    value=proxy.in_flight)
-
-    reg = CollectorRegistry()
-    reg.register(StateCollector())
-    return generate_latest(reg).decode()
-
+    from ..render import report_prometheus
+    rep = operations.report(proxy.home, proxy.settings)
+    return report_prometheus(rep) + (
+        "# HELP compaction_guard_serve_in_flight Compactions the proxy is working on.\n"
+        "# TYPE compaction_guard_serve_in_flight gauge\n"
+        f"compaction_guard_serve_in_flight {proxy.in_flight}\n")

@@ -152,7 +152,8 @@ class Proxy:
         self.route = ModelRoute(upstream, settings) if upstream is not None else None
         self.upstream_text = describe or (upstream.describe() if upstream is not None else "")
         self.settings = settings
-        self.store = StateStore(state_path(home), settings, warn=self.log)
+        self.home = home            # the agent's layout: its state, and whose it is
+        self.store = StateStore(state_path(home), settings, warn=self.log, agent=getattr(home, "agent", None))
         self.observe = observe
         self.in_flight = 0          # admitted: running or waiting for a slot
         self.running = 0

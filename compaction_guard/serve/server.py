@@ -87,10 +87,10 @@ def _protocol_class(header_timeout: float):
     """uvicorn's HTTP protocol (httptools' C parser when it is installed, as the `serve` extra
     installs it; else h11), except that a connection whose request headers have not all arrived
     within `header_timeout` seconds (of its opening, or of its last answer) is closed."""
-    try:
-        import httptools  # noqa: F401 - the parser uvicorn's fast protocol needs
+    import importlib.util
+    if importlib.util.find_spec("httptools") is not None:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
-    except ImportError:
+    else:
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base
 
     class Protocol(Base):

@@ -76,7 +76,7 @@ def pending_mark(layout: ClaudeLayout, session: str) -> Path:
 def _post_compact(layout, session: str, data: dict, transcript, settings) -> str:
     from ...check import check_record
     from ...records import SummaryRecord
-    from ...state import StateStore, now_iso, record_verdict, state_path
+    from ...state import now_iso
     from . import store
     raw = data.get("compact_summary")
     if not isinstance(raw, str):
@@ -86,7 +86,10 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     if isinstance(transcript, str) and Path(transcript).is_file():
         history, previous = store.history_since_boundary(Path(transcript), settings.max_input_chars)
     rec = SummaryRecord(f"postcompact@{now_iso()}", summary, store.KIND, input_text=history or None,
-                        previous=previous, stale_scope=None)
+                        previous=previous, stale_scope=None, meta={"session": session, "trigger": data.get("trigger")})
+    # counted once under the identity a check of the transcript knows it by too (its entry's
+    # uuid is not written yet): the session and the text
+    rec.key = store.hook_key(session, summary)
     result = check_record(rec, settings)
     # ids and figures only: the reason, the dropped identifiers and the user's request are
     # read again from the transcript when the warning is given, never kept in the state
@@ -94,10 +97,8 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
              "transcript": transcript if isinstance(transcript, str) else None}
     if result.failures:
         entry["pending"] = True
-    # the session's verdict (what the next prompt's warning reads); the stored summary itself
-    # is counted once, by a check of the transcripts (--agent claude-code --check), not here
-    with StateStore(state_path(layout), settings).update() as state:
-        record_verdict(state, f"{store.KIND}:{session}", entry)
+    # the session's verdict (what the next prompt's warning reads), and the summary counted once
+    hookkit.record_verdict(layout, settings, f"{store.KIND}:{session}", entry, rec, result)
     # a good compaction since: the old warning is no longer due
     hookkit.set_mark(pending_mark(layout, session), bool(result.failures))
     return ""

@@ -207,4 +207,11 @@ def _record(src, d: dict, content: str, replaced: str, previous, pre, post, meta
         context_source="Claude Code's compactMetadata.preTokens/postTokens" if post is not None
         else "Claude Code's compactMetadata.preTokens",
         meta={"session": session, "offset": offset, "timestamp": d.get("timestamp"), "trigger": meta.get("trigger"),
-              "tokens_before": pre, "tokens_after": post})
+              "tokens_before": pre, "tokens_after": post, "aliases": [hook_key(session, content)]})
+
+
+def hook_key(session, content: str) -> str:
+    """The identity the PostCompact hook counts a summary under (it runs before Claude Code
+    stores the summary, so its entry's uuid is not known yet): the session and the text."""
+    from ...tokens import content_key
+    return f"{KIND}\x1f{session}\x1fsummary\x1f{content_key(content)}"

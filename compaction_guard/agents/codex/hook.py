@@ -28,6 +28,7 @@ runs untrusted ones.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from .. import hookkit
@@ -104,14 +105,16 @@ def _compactions_in(path: Path):
 
 def _post_compact(layout, session: str, data: dict, settings) -> str:
     from ...check import check_record
-    from ...state import StateStore, now_iso, record_verdict, state_path
+    from ...state import now_iso
     from . import store
     transcript = data.get("transcript_path")
     if not isinstance(transcript, str) or not Path(transcript).is_file():
         return ""
-    last = hookkit.newest_record(store.RolloutSource(Path(transcript)), settings)
+    src = store.RolloutSource(Path(transcript))
+    last = hookkit.newest_record(src, settings)
     if last is None:
         return ""
+    last.key = src.count_key(last)
     result = check_record(last, settings)
     # ids and figures only: the reason and what was lost are read again from the rollout
     # when the warning is given, never kept in the state
@@ -119,10 +122,9 @@ def _post_compact(layout, session: str, data: dict, settings) -> str:
              "transcript": transcript}
     if result.failures:
         entry["pending"] = True
-    # the session's verdict; the stored summary itself is counted once, by a check of the
-    # rollouts (--agent codex --check), not here
-    with StateStore(state_path(layout), settings).update() as state:
-        record_verdict(state, f"{store.KIND}:{session}", entry)
+    # the session's verdict, and the stored summary counted once (a check of the rollouts
+    # does not count it again)
+    hookkit.record_verdict(layout, settings, f"{store.KIND}:{session}", entry, last, result)
     hookkit.set_mark(pending_mark(layout, session), bool(result.failures))
     return ""
 
@@ -131,7 +133,7 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
     """A PreCompact with no PostCompact after it: if the rollout holds no new compaction, Codex
     dropped it. Counted as an `empty` failure (no summary was stored: the stored-summary
     counts do not move), once: the mark goes."""
-    from ...state import StateStore, apply_counts, now_iso, record_verdict, state_path
+    from ...state import StateStore, apply_counts, keep_verdict, now_iso, state_path
     from . import store
     try:
         info = json.loads(mark.read_text(encoding="utf-8"))
@@ -147,12 +149,17 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
     when = now_iso()
     turn = info.get("turn_id") if isinstance(info.get("turn_id"), str) else "?"
     answered = _compaction_answer(Path(transcript), turn) if isinstance(transcript, str) else None
-    with StateStore(state_path(layout), settings).update() as state:
+    with StateStore(state_path(layout), settings, agent=layout.agent).update() as state:
+        # its event for a team's telemetry: a verdict with no summary behind it
+        state["_verdicts"] = [{"at_ns": time.time_ns(), "agent": layout.agent, "via": "hook", "source": store.KIND,
+                               "summary_id": f"dropped@{turn}", "session": session, "valid": False,
+                               "failures": ["empty"], "warnings": [], "level": None, "fallback": False,
+                               "tokens_before": None, "tokens_after": answered, "trigger": info.get("trigger")}]
         apply_counts(state, {"day": when[:10], "stored": {}, "failures": [[store.KIND, "empty", 1]],
                              "entries": [{"summary_id": f"dropped@{turn}", "failure_type": "empty", "level_used": None,
                                           "input_tokens": None, "output_tokens": None, "detected_at": when,
                                           "source": store.KIND}]})
-        record_verdict(state, f"{store.KIND}:{session}", {
+        keep_verdict(state, f"{store.KIND}:{session}", {
             "id": f"dropped@{turn}", "failures": ["empty"], "at": when, "trigger": info.get("trigger"),
             "transcript": transcript if isinstance(transcript, str) else None, "dropped": True,
             "compaction_output_tokens": answered})

@@ -134,23 +134,29 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     """The session file's newest compression judged, its verdict recorded; the full warning
     for the model when it failed, else ''."""
     from ...check import check_record
-    from ...state import StateStore, now_iso, record_verdict, state_path
+    from ...state import StateStore, keep_verdict, now_iso, state_path
+    from ...verdicts import count_once
     from . import store
-    last = hookkit.newest_record(store.SessionSource(Path(transcript)), settings)
+    src = store.SessionSource(Path(transcript))
+    last = hookkit.newest_record(src, settings)
     if last is None:
         return ""
+    last.key = src.count_key(last)
     key = f"{store.KIND}:{session}"
-    with StateStore(state_path(layout), settings).update() as state:
+    states = StateStore(state_path(layout), settings, agent=layout.agent)
+    with states.update() as state:
         before = state["sessions"].get(key)
         if isinstance(before, dict) and before.get("id") == last.id and before.get("transcript"):
             return ""               # judged already by this hook (a resume reloaded it); a check's verdict
             #                         alone (no transcript) has told the model nothing yet
         result = check_record(last, settings)
+        # counted once (the next check of the sessions does not count it again)
+        count_once(states, state, last, result, settings, layout.agent)
         # ids and figures only: no text of the conversation is kept in the state
         entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "transcript": transcript}
         if result.failures:
             entry["warned_at"] = now_iso()
-        record_verdict(state, key, entry)
+        keep_verdict(state, key, entry)
     failed = warn_mark(layout, session)
     if not result.failures:
         failed.unlink(missing_ok=True)

@@ -72,20 +72,22 @@ def note_text(failures: list, db) -> str:
 
 def _judge(layout, session: str, message: str, settings) -> str:
     from ...check import check_record
-    from ...own_answers import Matcher
-    from ...state import StateStore, now_iso, record_verdict, state_path
+    from ...own_answers import NAME, Matcher
+    from ...state import StateStore, now_iso, state_path
     from . import store
     src, rec = _find(layout, message, settings)
     if rec is None:
         hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
         return ""
-    with StateStore(state_path(layout), settings).update() as state:
+    rec.key = src.count_key(rec)
+    if NAME in (rec.content or ""):
         # the guard's own L3 answer (serve as opencode's compaction model): its note is no failure
-        rec.own_answer = Matcher(state)(rec.content)
-        result = check_record(rec, settings)
-        failures = list(result.failures)
-        entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
-        record_verdict(state, f"{store.KIND}:{session}", entry)
+        rec.own_answer = Matcher(StateStore(state_path(layout), settings).read())(rec.content)
+    result = check_record(rec, settings)
+    failures = list(result.failures)
+    entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
+    # the session's verdict, and the stored summary counted once (the next check does not again)
+    hookkit.record_verdict(layout, settings, f"{store.KIND}:{session}", entry, rec, result)
     mark = failed_mark(layout, session)
     if not failures:
         mark.unlink(missing_ok=True)
