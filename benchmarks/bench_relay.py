@@ -1,13 +1,16 @@
-"""What the relay (`serve --agent claude-code`) costs an agent's ordinary turns, side by side
-with going straight to the same upstream in one run.
+"""What the relay (`serve --agent NAME`) costs an agent's ordinary turns, side by side with going
+straight to the same upstream in one run, for each agent it relays: Claude Code (the Messages
+API), Codex (the Responses API) and Gemini CLI (generateContent).
 
-    python3 benchmarks/bench_relay.py            # 400 small, 60 large, 64 streams
-    python3 benchmarks/bench_relay.py --quick    # 120, 20, 16
-    python3 benchmarks/bench_relay.py --record   # and write benchmarks/results/relay.json
+    python3 benchmarks/bench_relay.py                  # every agent: 400 small, 60 large, 64 streams
+    python3 benchmarks/bench_relay.py --agent codex    # one agent
+    python3 benchmarks/bench_relay.py --quick          # 120, 20, 16
+    python3 benchmarks/bench_relay.py --record         # and write benchmarks/results/relay.json
 
 The upstream is a minimal ASGI server (uvicorn, its own process) answering at once; the relay
-runs as users run it (`python3 guard.py serve --agent claude-code --base-url ...`, its own
-process). Each figure is measured on the relay and on the upstream directly in turn (A B A B:
+runs as users run it (`python3 guard.py serve --agent NAME --base-url ...`, its own process).
+Each agent's requests have its own path, headers and body shape (a turn without the agent's
+compaction marker). Each figure is measured on the relay and on the upstream directly in turn (A B A B:
 drift on a busy machine falls on both), over keep-alive connections:
 
 - added latency, p50 and p99, of ordinary (non-compaction) POST /v1/messages requests of 10 KB
@@ -17,7 +20,7 @@ drift on a busy machine falls on both), over keep-alive connections:
 - 64 streams at once, each 20 events 50 ms apart (about 1 s): time for all, and each one's;
 - peak memory of the relay (VmHWM, /proc): after the runs above, and after a 64 MB streamed
   answer (a stream is relayed chunk by chunk, never held whole);
-Target (issue #56): at most 1 ms more at p50 for ordinary requests.
+Target (issues #56, #57): at most 1 ms more at p50 for ordinary requests, for every agent.
 """
 from __future__ import annotations
 
@@ -101,23 +104,41 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def body_of(size: int) -> bytes:
-    """An ordinary turn's body of about `size` bytes (no compaction prompt in it)."""
+def body_of(agent: str, size: int) -> bytes:
+    """An ordinary turn's body of about `size` bytes in the agent's protocol (no compaction
+    marker in it)."""
     filler = "the deploy of v2.3.1 to staging failed on web-3 with exit 137; raised the limit and re-ran it. "
-    text = (filler * (size // len(filler) + 1))[:size - 200]
+    text = (filler * (size // len(filler) + 1))[:size - 300]
+    if agent == "codex":
+        return json.dumps({"model": "gpt-5.5", "stream": False, "store": False, "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+            "client_metadata": {"x-codex-turn-metadata": json.dumps({"request_kind": "turn"})}}).encode()
+    if agent == "gemini":
+        return json.dumps({"contents": [{"role": "user", "parts": [{"text": text}]}],
+                           "generationConfig": {}}).encode()
     return json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": False,
                        "messages": [{"role": "user", "content": text}]}).encode()
 
 
-HEADERS = {"content-type": "application/json", "x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
+# per agent: the path of an ordinary turn, its headers
+AGENTS = {
+    "claude-code": ("/v1/messages?beta=true", {"content-type": "application/json", "x-api-key": "sk-ant-bench",
+                                               "anthropic-version": "2023-06-01"}),
+    "codex": ("/v1/responses", {"content-type": "application/json", "authorization": "Bearer sk-bench",
+                                "originator": "codex_exec"}),
+    "gemini": ("/v1beta/models/gemini-2.5-flash:generateContent", {"content-type": "application/json",
+                                                                   "x-goog-api-key": "sk-bench"}),
+}
+HEADERS = AGENTS["claude-code"][1]
 
 
-def timed_posts(port: int, body: bytes, n: int) -> list:
+def timed_posts(port: int, body: bytes, n: int, agent: str = "claude-code") -> list:
+    path, headers = AGENTS[agent]
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        c.request("POST", "/v1/messages?beta=true", body=body, headers=HEADERS)
+        c.request("POST", path, body=body, headers=headers)
         r = c.getresponse()
         r.read()
         out.append(time.perf_counter() - t)
@@ -125,24 +146,24 @@ def timed_posts(port: int, body: bytes, n: int) -> list:
     return out
 
 
-def paired(relay: int, direct: int, body: bytes, n: int, block: int = 10) -> tuple:
+def paired(relay: int, direct: int, body: bytes, n: int, agent: str, block: int = 10) -> tuple:
     """(relayed times, direct times, added per pair): blocks of `block` calls, A B A B."""
     a, b = [], []
-    timed_posts(relay, body, 3)
-    timed_posts(direct, body, 3)
+    timed_posts(relay, body, 3, agent)
+    timed_posts(direct, body, 3, agent)
     for _ in range(max(1, n // block)):
-        a += timed_posts(relay, body, block)
-        b += timed_posts(direct, body, block)
+        a += timed_posts(relay, body, block, agent)
+        b += timed_posts(direct, body, block, agent)
     added = [x - y for x, y in zip(sorted(a), sorted(b))]
     return a, b, added
 
 
-def ttfb(port: int, n: int) -> list:
+def ttfb(port: int, n: int, headers: dict = HEADERS) -> list:
     out = []
     for _ in range(n):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         t = time.perf_counter()
-        c.request("POST", "/stream?n=1&gap=0.05", body=b'{"stream":true}', headers=HEADERS)
+        c.request("POST", "/stream?n=1&gap=0.05", body=b'{"stream":true}', headers=headers)
         r = c.getresponse()
         r.read1(1)
         out.append(time.perf_counter() - t)
@@ -151,13 +172,13 @@ def ttfb(port: int, n: int) -> list:
     return out
 
 
-def streams(port: int, k: int) -> tuple:
+def streams(port: int, k: int, headers: dict = HEADERS) -> tuple:
     times = [None] * k
 
     def one(i):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         t = time.perf_counter()
-        c.request("POST", "/stream?n=20&gap=0.05", body=b'{"stream":true}', headers=HEADERS)
+        c.request("POST", "/stream?n=20&gap=0.05", body=b'{"stream":true}', headers=headers)
         data = c.getresponse().read()
         assert data.count(b"content_block_delta") == 40, data[:200]
         times[i] = time.perf_counter() - t
@@ -178,9 +199,9 @@ def hwm_mb(pid: int) -> float:
     return float("nan")
 
 
-def big(port: int, mb: int) -> int:
+def big(port: int, mb: int, headers: dict = HEADERS) -> int:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    c.request("POST", f"/big?mb={mb}", body=b"{}", headers=HEADERS)
+    c.request("POST", f"/big?mb={mb}", body=b"{}", headers=headers)
     r = c.getresponse()
     total = 0
     while chunk := r.read1(1 << 20):
@@ -189,18 +210,12 @@ def big(port: int, mb: int) -> int:
     return total
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--record", action="store_true", help="write benchmarks/results/relay.json")
-    args = ap.parse_args()
-    small_n, large_n, k = (120, 20, 16) if args.quick else (400, 60, 64)
-    up_port, relay_port = free_port(), free_port()
-    home = Path(tempfile.mkdtemp(prefix="bench-relay-"))
-    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(home), HOME=str(home))
-    up = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port)], stderr=subprocess.DEVNULL)
-    wait(up_port)
-    relay = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", "claude-code", "--base-url",
+def measure(agent: str, up_port: int, small_n: int, large_n: int, k: int) -> dict:
+    """One agent's figures: its relay started as users start it, measured against the upstream."""
+    relay_port = free_port()
+    home = Path(tempfile.mkdtemp(prefix=f"bench-relay-{agent}-"))
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(home), CODEX_HOME=str(home / ".codex"), HOME=str(home))
+    relay = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", "--agent", agent, "--base-url",
                               f"http://127.0.0.1:{up_port}", "--port", str(relay_port)], env=env,
                              stderr=subprocess.DEVNULL)
     try:
@@ -213,39 +228,62 @@ def main() -> int:
                 if time.monotonic() > end:
                     raise SystemExit("serve did not start")
                 time.sleep(0.2)
-        res = {"machine": f"{os.cpu_count()} cores", "runs": {"small": small_n, "large": large_n, "streams": k}}
+        res, headers = {}, AGENTS[agent][1]
         for name, size, n in (("10 KB", 10_000, small_n), ("1 MB", 1_000_000, large_n)):
-            a, b, added = paired(relay_port, up_port, body_of(size), n)
+            a, b, added = paired(relay_port, up_port, body_of(agent, size), n, agent)
             res[name] = {"relay_p50_ms": statistics.median(a) * 1e3, "relay_p99_ms": pct(a, 99) * 1e3,
                          "direct_p50_ms": statistics.median(b) * 1e3, "direct_p99_ms": pct(b, 99) * 1e3,
                          "added_p50_ms": statistics.median(added) * 1e3, "added_p99_ms": pct(added, 99) * 1e3}
         ta, tb = [], []
         for _ in range(4):
-            ta += ttfb(relay_port, 5)
-            tb += ttfb(up_port, 5)
+            ta += ttfb(relay_port, 5, headers)
+            tb += ttfb(up_port, 5, headers)
         res["stream first byte"] = {"relay_p50_ms": statistics.median(ta) * 1e3,
                                     "direct_p50_ms": statistics.median(tb) * 1e3}
-        wall_a, each_a = streams(relay_port, k)
-        wall_b, each_b = streams(up_port, k)
+        wall_a, each_a = streams(relay_port, k, headers)
+        wall_b, each_b = streams(up_port, k, headers)
         res[f"{k} streams at once"] = {"relay_all_s": wall_a, "direct_all_s": wall_b,
                                        "relay_each_p50_s": statistics.median(each_a),
                                        "relay_each_p99_s": pct(each_a, 99),
                                        "direct_each_p50_s": statistics.median(each_b)}
         before = hwm_mb(relay.pid)
-        got = big(relay_port, 64)
+        got = big(relay_port, 64, headers)
         res["peak memory"] = {"relay_mb_after_runs": before, "relay_mb_after_64_mb_stream": hwm_mb(relay.pid),
                               "stream_bytes": got}
+        return res
     finally:
         relay.terminate()
-        up.terminate()
         relay.wait(30)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--agent", choices=sorted(AGENTS), action="append",
+                    help="measure this agent's relay (repeatable; default: every one)")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/relay.json")
+    args = ap.parse_args()
+    small_n, large_n, k = (120, 20, 16) if args.quick else (400, 60, 64)
+    up_port = free_port()
+    up = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port)], stderr=subprocess.DEVNULL)
+    wait(up_port)
+    res = {"machine": f"{os.cpu_count()} cores", "load": os.getloadavg()[0],
+           "runs": {"small": small_n, "large": large_n, "streams": k}}
+    try:
+        for agent in args.agent or list(AGENTS):
+            res[agent] = measure(agent, up_port, small_n, large_n, k)
+    finally:
+        up.terminate()
         up.wait(30)
-    for key, v in res.items():
-        if isinstance(v, dict) and key != "runs":
-            print(f"{key}: " + ", ".join(f"{k2} {x:.2f}" if isinstance(x, float) else f"{k2} {x}"
-                                         for k2, x in v.items()))
-    ok = res["10 KB"]["added_p50_ms"] <= 1.0 and res["1 MB"]["added_p50_ms"] <= 1.0
-    print(f"target (at most 1 ms more at p50 for ordinary requests): {'met' if ok else 'NOT met'}")
+    met = True
+    for agent in args.agent or list(AGENTS):
+        print(f"{agent}:")
+        for key, v in res[agent].items():
+            print(f"  {key}: " + ", ".join(f"{k2} {x:.2f}" if isinstance(x, float) else f"{k2} {x}"
+                                           for k2, x in v.items()))
+        met = met and res[agent]["10 KB"]["added_p50_ms"] <= 1.0 and res[agent]["1 MB"]["added_p50_ms"] <= 1.0
+    print(f"load average at start: {res['load']:.2f} on {os.cpu_count()} cores")
+    print(f"target (at most 1 ms more at p50 for ordinary requests, every agent): {'met' if met else 'NOT met'}")
     if args.record:
         res["date"] = time.strftime("%Y-%m-%d")
         out = ROOT / "benchmarks" / "results" / "relay.json"

@@ -12,9 +12,14 @@ part of what a good answer is, and every level of the chain must meet it.
   `## Original Request` ...); the top level of them (a template's `### Done` is part of
   its `## Progress`). Headings inside an untrusted-data block are data, not asked for;
 - `wrapper`: `summary` when the prompt asks for the summary inside `<summary>` tags;
+  `state_snapshot` when it gives an XML template of that root (Gemini CLI: "The structure
+  MUST be as follows: <state_snapshot> <overall_goal> ..."), whose child tags are then its
+  outline (and the prompt's own markdown headings, `### GOAL`, are not asked of the answer);
 - `outline`: the numbered sections a prompt says the summary should include (Claude Code's
   "Your summary should include the following sections:" then `1. Primary Request and
-  Intent: ...`): the shape L3 is written in, not checked (a model may write them as it likes);
+  Intent: ...`), or the items of an "Include:" list (Codex's "- Current progress and key
+  decisions made", written `## Current progress and key decisions made`): the shape L3 is
+  written in, not checked (a model may write them as it likes);
 - `footer`: the start of a closing line the prompt asks every summary to end with (lossless-claw:
   `End with exactly: "Expand for details about: <comma-separated list ...>"` gives
   `Expand for details about:`);
@@ -52,6 +57,11 @@ _FOOTER_RE = re.compile(r'End with exactly: "([^"<>\n]{3,80}?:)\s*<[^<>"\n]*>"')
 # "... include the following sections:" then `1. Name: what goes there` lines
 _OUTLINE_RE = re.compile(r"^[^\n]*\bsections\b[^\n]*:[ \t]*$", re.M | re.I)
 _OUTLINE_ITEM_RE = re.compile(r"(\d{1,2})\.[ \t]+([^:\n]{3,60}):")
+# "Include:" on a line of its own, then `- item` lines (Codex's handoff prompt)
+_INCLUDE_RE = re.compile(r"^[ \t]*Include:[ \t]*\n((?:[ \t]*- [^\n]{3,120}\n?){2,})", re.M)
+# XML templates whose root the guard knows a prompt to ask for, and their child tags
+_XML_ROOTS = ("state_snapshot",)
+_XML_CHILD_RE = re.compile(r"^[ \t]*<([a-z][a-z0-9_]*)>[ \t]*$", re.M)
 _EXACT_IDS_RE = re.compile(r"preserve (?:all )?(?:opaque )?(?:identifiers|literal values) exactly", re.I)
 _UNRESOLVED_RE = re.compile(r"unresolved (?:asks|user requests)", re.I)
 _FIRST_ASK_RE = re.compile(r"Make the exact request below the first item in ## Pending user asks\..*?"
@@ -74,7 +84,7 @@ class Contract:
 
     @property
     def structured(self) -> bool:
-        return bool(self.sections or self.wrapper or self.footer)
+        return bool(self.sections or self.wrapper or self.footer or self.outline)
 
     def to_dict(self) -> dict:
         return {"sections": list(self.sections), "wrapper": self.wrapper, "identifiers": list(self.identifiers),
@@ -119,8 +129,23 @@ def turns(conversation: str) -> list:
     return out
 
 
+def xml_template(instructions: str) -> Optional[tuple]:
+    """(root, child tags) of an XML template the instructions give for the answer (a root of
+    _XML_ROOTS holding two or more child tags, each opened on a line of its own), else None."""
+    text = _UNTRUSTED_RE.sub(" ", instructions)
+    for root in _XML_ROOTS:
+        for m in re.finditer(rf"<{root}>(.*?)</{root}>", text, re.S):
+            children = tuple(dict.fromkeys(c for c in _XML_CHILD_RE.findall(m.group(1)) if c != root))
+            if len(children) >= 2:
+                return root, tuple(f"<{c}>" for c in children)
+    return None
+
+
 def of_request(conversation: str, instructions: str) -> Contract:
     """The contract of one compaction request (see the module doc)."""
+    template = xml_template(instructions)
+    if template is not None:
+        return Contract(wrapper=template[0], outline=template[1])
     sections = required_sections(instructions)
     wrapper = "summary" if _SUMMARY_TAG_RE.search(_UNTRUSTED_RE.sub(" ", instructions)) else None
     audited = sections == tuple(_data()["required_sections"])
@@ -144,7 +169,9 @@ def outline_of(instructions: str) -> tuple:
     text = _UNTRUSTED_RE.sub(" ", instructions)
     m = _OUTLINE_RE.search(text)
     if not m:
-        return ()
+        listed = _INCLUDE_RE.search(text)
+        return tuple(f"## {line.strip()[2:].strip()}" for line in listed.group(1).splitlines()
+                     if line.strip()) if listed else ()
     out = []
     for line in text[m.end():].split("\n")[1:]:
         item = _OUTLINE_ITEM_RE.match(line)

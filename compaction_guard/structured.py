@@ -16,9 +16,11 @@ conversation holds of that kind, as lines copied from it (its words and its lang
   between those sections (the first gets the earliest), each slice cut to its share by
   summarizers.truncate_l3 (its head and tail);
 and `None.` where nothing was found. A previous summary with the same headings keeps its
-lines first. Within `budget` tokens: the asks and identifiers are kept whole (the audit needs
+lines, written first (the asks and identifiers whole; elsewhere as far as the share left after
+the conversation's own lines goes: a repeated L3 says what is new). Within `budget` tokens: the asks and identifiers are kept whole (the audit needs
 them), the rest shares what is left. One marker line says a fallback wrote it. With a
-`<summary>` wrapper asked for, the whole goes inside it. With a closing line asked for
+wrapper asked for (`<summary>`, Gemini CLI's `<state_snapshot>`), the whole goes inside it;
+an XML template's child tags (`<overall_goal>`) are written as elements, each closed. With a closing line asked for
 (`Expand for details about: ...`), it ends with that line, listing the identifiers the
 conversation held that the answer left out (else "the rest of the conversation").
 """
@@ -34,9 +36,10 @@ from .tokens import estimate_tokens
 _KINDS = [
     ("user_messages", re.compile(r"user messages", re.I)),
     ("ask", re.compile(r"pending user ask|original request|user request|primary request|request|goal|intent", re.I)),
-    ("identifier", re.compile(r"identifier|critical context|files|artifact|reference|technical concept", re.I)),
+    ("identifier", re.compile(r"identifier|critical context|files|artifact|\breference|technical concept", re.I)),
+    ("progress", re.compile(r"(?<!in )progress", re.I)),        # the turns in order, as "other"
     ("decision", re.compile(r"decision", re.I)),
-    ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress", re.I)),
+    ("todo", re.compile(r"todo|to-do|next step|pending task|open task|remaining|in progress|task state", re.I)),
     ("constraint", re.compile(r"constraint|rule|preference|requirement", re.I)),
 ]
 _CUES = {
@@ -49,13 +52,15 @@ _CUES = {
 }
 _SENT_RE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 NONE = "None."
+_XML_HEAD_RE = re.compile(r"<[a-z][a-z0-9_]*>")
+_QUANTITY_RE = re.compile(r"[\d.,]+ \S+")
 MIN_SHARE = 32          # tokens a section gets at least: a line of the conversation, not a word
 # the guard's own L3 marker (detectors/markers.py: skill-truncated, "compaction-resilience-guard" in it)
 NOTE = "[TRUNCATED: written by compaction-resilience-guard L3 from the conversation's own lines, no model]"
 
 
 def kind_of(heading: str) -> str:
-    text = re.sub(r"^#+\s*", "", heading)
+    text = re.sub(r"^#+\s*", "", heading).replace("_", " ")
     for kind, rx in _KINDS:
         if rx.search(text):
             return kind
@@ -74,10 +79,12 @@ def _sections_of(summary: Optional[str], headings) -> dict:
             cur = s
             out.setdefault(cur, [])
             continue
-        if s.startswith("#"):
+        if s.startswith(("#", "</")):
             cur = None
             continue
-        if cur is not None and s and s.lower().rstrip(".") not in ("none", "none captured", "(none)"):
+        s = re.sub(r"^[-*][ \t]+", "", s)          # a bullet: written again by _bullet
+        if cur is not None and s and s.lower().rstrip(".") not in ("none", "none captured", "(none)") \
+                and s not in out[cur] and s != NOTE:
             out[cur].append(s)
     return out
 
@@ -91,11 +98,14 @@ def _identifiers(conversation: str, contract: Contract) -> list:
     from .detectors.identifiers import scan
     out = list(contract.identifiers)
     seen = {i.lower() for i in out}
+    found = []
     for ident in extract_identifiers(conversation) + [i for i, _ in scan(conversation)]:
         if ident.lower() not in seen:
             seen.add(ident.lower())
-            out.append(ident)
-    return out[:40]
+            found.append(ident)
+    # names before measurements ("342 ms", "38.2 GB"): a log's durations are many and say little
+    found.sort(key=lambda i: bool(_QUANTITY_RE.fullmatch(i)))
+    return (out + found)[:40]
 
 
 def _bullet(line: str) -> str:
@@ -109,8 +119,7 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
     heads = contract.sections or contract.outline
     if not heads:
         cut = truncate_l3(conversation, settings, budget).text
-        cut = _with_footer(cut, conversation, contract)
-        return f"<summary>\n{cut}\n</summary>" if contract.wrapper == "summary" else cut
+        return _wrapped(_with_footer(cut, conversation, contract), contract)
     kept = _sections_of(previous, heads)
     by_kind = {}
     user_sentences = [s for who, t in msgs if who == "User" for s in _sentences(t)]
@@ -157,26 +166,33 @@ def build(conversation: str, previous: Optional[str], contract: Contract, settin
         else:
             cut = truncate_l3(slices.get(h, ""), settings, share).text
             cands = [x for x in cut.splitlines() if x.strip() and not x.startswith("[TRUNCATED")]
-        out, cost = [], 0
-        for x in lines + [c for c in cands if c not in lines]:
+        # the conversation's own lines are chosen first, then the previous summary's fill what is
+        # left (a summary that kept only the old lines would say nothing of the new turns); they
+        # are written in that summary's order, the previous summary's first
+        fresh = [c for c in cands if c not in lines]
+        chosen, cost = {}, 0
+        for n, x in sorted(enumerate(lines + fresh), key=lambda p: p[0] < len(lines)):
             t = estimate_tokens(x) + 1
-            if cost + t > share and out:
+            if cost + t > share and chosen:
                 break
             if cost + t > share:              # the first line alone is over the share: its head
                 x = _cut_to_tokens(x, max(8, share - cost - 1))
                 t = estimate_tokens(x) + 1
-            if x not in out:
-                out.append(x)
+            if x not in chosen.values():
+                chosen[n] = x
                 cost += t
-        blocks[h] = out
+        blocks[h] = [chosen[n] for n in sorted(chosen)]
     parts = []
     for h in heads:
         lines = blocks.get(h) or []
         body = "\n".join(x if i == 0 and contract.first_ask and kind_of(h) == "ask" else _bullet(x)
                          for i, x in enumerate(lines)) if lines else NONE
-        parts.append(f"{h}\n{body}")
-    text = _with_footer("\n\n".join(parts) + f"\n\n{NOTE}", conversation, contract)
-    return f"<summary>\n{text}\n</summary>" if contract.wrapper == "summary" else text
+        parts.append(f"{h}\n{body}" + (f"\n</{h[1:]}" if _XML_HEAD_RE.fullmatch(h) else ""))
+    return _wrapped(_with_footer("\n\n".join(parts) + f"\n\n{NOTE}", conversation, contract), contract)
+
+
+def _wrapped(text: str, contract: Contract) -> str:
+    return f"<{contract.wrapper}>\n{text}\n</{contract.wrapper}>" if contract.wrapper else text
 
 
 def _with_footer(text: str, conversation: str, contract: Contract) -> str:

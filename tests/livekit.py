@@ -2,6 +2,7 @@
 namespace with only loopback to run it in (`unshare -n`, as root). Missing either, the test is
 skipped, or fails when scripts/test.sh asked for it (GUARD_REQUIRE_<AGENT>=1). And what the live
 runners share: a free port, waiting for `compaction-guard serve` to answer."""
+import contextlib
 import json
 import os
 import shutil
@@ -33,6 +34,59 @@ def run(script: str, case: str, out: Path, mode: str) -> dict:
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads((out / "run.json").read_text(encoding="utf-8"))
+
+
+def session(script: str, out: Path) -> dict:
+    """tests/<script> OUT (one whole live session) in a network namespace with only loopback;
+    its run.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(["unshare", "-n", sys.executable, str(ROOT / "tests" / script), str(out)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads((out / "run.json").read_text(encoding="utf-8"))
+
+
+def readme_section(title: str, next_title: str) -> str:
+    """The README from the heading `title` to the next one, `next_title`."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme[readme.index(title):readme.index(next_title)]
+
+
+@contextlib.contextmanager
+def serve_process(args: list, env: dict, log: Path):
+    """`compaction-guard serve ARGS --port P` as a user starts it, in a process of its own (its
+    stderr in `log`), until it answers /healthz; yields P, then stops it as SIGTERM does."""
+    port = free_port()
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "guard.py"), "serve", *args, "--port", str(port)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            if not wait_healthz(port, 60):
+                raise SystemExit(f"serve did not start: {log.read_text()}")
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def guard(env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "guard.py"), *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def check_passes_or_names_the_fallback(env: dict, agent: str, summaries: int) -> None:
+    """A plain `--check` of the agent: every summary valid, or failing only as the guard's own
+    fallback (`truncation_marker`), one of them at least."""
+    p = guard(env, "--agent", agent, "--check", "--format", "json")
+    check = json.loads(p.stdout)
+    assert check["summaries_checked"] == summaries, p.stderr
+    for r in check["results"]:
+        assert r["valid"] or r["failures"] == ["truncation_marker"], r
+    assert sum(r["failures"] == ["truncation_marker"] for r in check["results"]) >= 1
 
 
 def free_port() -> int:

@@ -48,7 +48,7 @@ class Upstream(ServerThread):
                 upstream.seen.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
                                       "body": raw})
                 route = self.path.split("?")[0]
-                if route == "/hang":
+                if route.startswith("/hang"):
                     time.sleep(30)
                     return
                 if route == "/stream" or (route == "/v1/messages" and b"summary of the conversation" in raw):
@@ -307,8 +307,8 @@ def test_a_compaction_the_upstream_hangs_on_is_answered_at_l3_in_time(relay):
     body = dict(REQUEST["body"], stream=False)
     c = conn(srv, timeout=60)
     t0 = time.monotonic()
-    # a compaction sent to a path where the upstream never answers
-    c.request("POST", "/hang", body=json.dumps(body).encode(), headers=HEADERS)
+    # a compaction sent to a Messages path where the upstream never answers
+    c.request("POST", "/hang/v1/messages", body=json.dumps(body).encode(), headers=HEADERS)
     r = c.getresponse()
     doc = json.loads(r.read())
     assert r.status == 200 and r.getheader("x-compaction-guard-level") == "3" and time.monotonic() - t0 < 15

@@ -23,12 +23,16 @@ from pathlib import Path
 from ..errors import GuardError
 
 
-class RequestShape(namedtuple("RequestShape", "history previous instructions rejected", defaults=(None,))):
+class RequestShape(namedtuple("RequestShape", "history previous instructions rejected fallback",
+                              defaults=(None, None))):
     """A compaction request read by the agent that sends it: the conversation to summarize
     (history), the summary it replaces (previous, or None), what the prompt asks with the
-    history taken out (instructions), and the reasons the agent's own audit rejected the
-    previous answer, when it says them (rejected, or None). (A named tuple, not a dataclass:
-    this module is imported by every hook, and dataclasses costs a hook 15 ms.)"""
+    history taken out (instructions), the reasons the agent's own audit rejected the
+    previous answer, when it says them (rejected, or None), and an answer the prompt itself
+    accepts when nothing better comes (fallback, or None: Gemini CLI's verify call asks the
+    model to improve the answer it quotes, or to repeat it; the guard's L3 repeats it when
+    it passes the check). (A named tuple, not a dataclass: this module is imported by every
+    hook, and dataclasses costs a hook 15 ms.)"""
     __slots__ = ()
 
 

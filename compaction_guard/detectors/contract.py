@@ -3,7 +3,7 @@
 Only where the request is known (the proxy, the chain): a stored summary has no request.
 - the sections asked for that the answer lacks, named (a template's headings are matched
   with their `#`s and case aside; an audited request's exactly, as its audit matches them);
-- a `<summary>` block asked for and not given;
+- a wrapper asked for and not given (a `<summary>` block; Gemini CLI's `<state_snapshot>`);
 - a closing line asked for (lossless-claw's `Expand for details about: ...`) that the answer does
   not end with;
 - for a request OpenClaw's safeguard audits, every reason its audit would reject the answer
@@ -17,18 +17,18 @@ import re
 from ..contract import Contract, audit, has_footer, missing_sections
 from ..findings import Finding
 
-_SUMMARY_RE = re.compile(r"<summary>(.*?)(?:</summary>|$)", re.S | re.I)
 
 
 def detect(content: str, contract: Contract) -> list:
     if contract is None or not (contract.structured or contract.audited):
         return []
     out = []
-    if contract.wrapper == "summary":
-        m = _SUMMARY_RE.search(content)
+    if contract.wrapper:
+        w = re.escape(contract.wrapper)
+        m = re.search(rf"<{w}>(.*?)(?:</{w}>|$)", content, re.S | re.I)
         if not m or not m.group(1).strip():
-            out.append(Finding("format", "the request asked for the summary inside <summary> tags and the answer has "
-                               "none; re-run compaction", figures={"missing": ["<summary>"]}))
+            out.append(Finding("format", f"the request asked for the summary inside <{contract.wrapper}> tags and the "
+                               "answer has none; re-run compaction", figures={"missing": [f"<{contract.wrapper}>"]}))
             return out
         content = m.group(1)
     missing = missing_sections(content, contract)

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import uuid
 
-from .protocol import pieces, sse
+from .protocol import body_model as model_of, pieces, sse, sse_data, stream_field as streamed  # noqa: F401
 
 VERSION = "2023-06-01"
+
+
+def generation(path: str) -> bool:
+    """Whether `path` is where a model answers (not `/v1/messages/count_tokens`)."""
+    return path.rstrip("/").endswith("/messages")
 
 
 def parse_answer(data) -> tuple:
@@ -47,6 +52,10 @@ def keepalive() -> bytes:
     return b'event: ping\ndata: {"type": "ping"}\n\n'
 
 
+def note(text: str) -> bytes:
+    return f": {text}\n\n".encode()
+
+
 def stream_error(message: str) -> bytes:
     return sse("error", error_body(500, message))
 
@@ -66,16 +75,8 @@ def read_stream(data: bytes) -> tuple:
     text blocks' deltas joined, thinking counted, the stop reason mapped as `parse_answer`
     does; `error` the message of an `error` event, or why the stream is not whole (it ended
     before `message_stop`), else None."""
-    import json
     text, thinking, stop, error, whole = [], 0, None, None, False
-    for event in data.replace(b"\r\n", b"\n").split(b"\n\n"):
-        payload = b"\n".join(line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:"))
-        if not payload:
-            continue
-        try:
-            d = json.loads(payload)
-        except ValueError:
-            continue
+    for d in sse_data(data):
         kind = d.get("type") if isinstance(d, dict) else None
         if kind == "content_block_delta" and isinstance(d.get("delta"), dict):
             delta = d["delta"]

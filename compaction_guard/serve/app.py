@@ -14,10 +14,10 @@ from .. import breaker
 from .core import Proxy, _cancel_task
 from .requests import BadRequest
 from .upstream import HOP_HEADER, _signature
-from . import anthropic, openai_chat
+from . import anthropic, gemini, openai_chat, responses
 from .protocol import error_body, headers_of
 
-PROTOCOLS = {"openai": openai_chat, "anthropic": anthropic}
+PROTOCOLS = {"openai": openai_chat, "anthropic": anthropic, "responses": responses, "gemini": gemini}
 # an upstream's headers not relayed with an answer the guard held: the connection's own, and
 # the body's length and encoding (it was decoded, and may be cut into other pieces)
 _RELAYED_NOT = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"upgrade", b"te", b"trailer",
@@ -255,7 +255,10 @@ class LateHeadersStream:
             await send({"type": "http.response.body", "body": data, "more_body": False})
             return
         if started:
-            await emit(f": compaction-guard level={out.level} failures={head['x-compaction-guard-failures']}\n\n".encode())
+            line = PROTOCOLS[self.proto].note(f"compaction-guard level={out.level} "
+                                              f"failures={head['x-compaction-guard-failures']}")
+            if line:
+                await emit(line)
         if out.raw is not None and out.raw[0] == 200:
             # the relay: the upstream's own answer, passed (or observed), relayed as it came
             head = {**{k.decode("latin-1").lower(): v.decode("latin-1") for k, v in out.raw[1]

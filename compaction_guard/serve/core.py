@@ -108,8 +108,8 @@ def brevity(req, contract: Contract = None) -> str:
     shape = ""
     if contract is not None and contract.sections:
         shape = f" Use exactly these section headings, in this order: {'; '.join(contract.sections)}."
-    elif contract is not None and contract.wrapper == "summary":
-        shape = " Put the summary inside <summary></summary> tags."
+    elif contract is not None and contract.wrapper:
+        shape = f" Put the summary inside <{contract.wrapper}></{contract.wrapper}> tags."
     if contract is not None and contract.footer:
         shape += f' End with one line that starts "{contract.footer}" and lists what you left out.'
     return (f"Be brief: at most {req.target_tokens} tokens. Keep only durable facts: decisions, identifiers (paths, "
@@ -383,18 +383,33 @@ class Proxy:
             return Outcome(getattr(a, "text", None), 1, attempts, input_tokens, a.output_tokens, observed=a.failures,
                            raw=getattr(a, "raw", None))
         t0 = time.perf_counter()
+
+        def l3_record(content: str) -> SummaryRecord:
+            return SummaryRecord("serve-L3", content, "serve", input_text=text, contract=contract,
+                                 context_before=request.context_tokens, context_source=request.context_source)
+        if request.fallback and request.fallback.strip():
+            # the answer the prompt itself accepts (Gemini CLI's verify call: "repeat the exact
+            # same <state_snapshot>"), when it passes: the guard's own L3 of the call before
+            # survives the call that re-asks for it
+            verdict = await self.heavy(check_record, l3_record(strip_reasoning(request.fallback).text.strip()), s,
+                                       None, True)
+            if verdict.valid:
+                attempts.append(Attempt(3, "deterministic", True, [], verdict.output_tokens, time.perf_counter() - t0,
+                                        warnings=verdict.warnings + [
+                                            "L3 repeats the answer this request quotes, as its prompt asks when there "
+                                            "is nothing to improve (it passes the check)"]))
+                return Outcome(request.fallback.strip(), 3, attempts, input_tokens, verdict.output_tokens, skip)
         budget = max(l2_target(input_tokens, s), room)
         if contract.structured:
             l3 = await self.heavy(structured_l3, request.history, previous, contract, s, budget)
         else:
             l3 = (await self.heavy(truncate_l3, request.plain, s, budget)).text
-        verdict = await self.heavy(check_record, SummaryRecord("serve-L3", l3, "serve", input_text=text,
-                                                             contract=contract, context_before=request.context_tokens,
-                                                             context_source=request.context_source), s, None, True)
+        verdict = await self.heavy(check_record, l3_record(l3), s, None, True)
         notes = ["L3 keeps the conversation's own words and language"]
         if contract.structured:
             notes.append("L3 in the structure asked for: "
-                         + ", ".join(list(contract.sections) + ([f"<{contract.wrapper}>"] if contract.wrapper else [])
+                         + ", ".join(list(contract.sections or contract.outline)
+                                     + ([f"<{contract.wrapper}>"] if contract.wrapper else [])
                                      + ([f"'{contract.footer} ...'"] if contract.footer else [])))
         if "format" in verdict.failures:          # never expected: said, so a test and the operator see it
             notes.append(f"format: {verdict.reasons['format']}")

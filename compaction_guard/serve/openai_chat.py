@@ -6,7 +6,11 @@ from __future__ import annotations
 import time
 import uuid
 
-from .protocol import pieces, sse
+from .protocol import body_model as model_of, pieces, sse, stream_field as streamed  # noqa: F401
+
+
+def generation(path: str) -> bool:
+    return path.rstrip("/").endswith("/chat/completions")
 
 
 def parse_answer(data) -> tuple:
@@ -54,6 +58,10 @@ def stream(out, model: str, include_usage: bool = False):
 
 def keepalive() -> bytes:
     return b": keep-alive\n\n"
+
+
+def note(text: str) -> bytes:
+    return f": {text}\n\n".encode()
 
 
 def stream_error(message: str) -> bytes:

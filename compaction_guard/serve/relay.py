@@ -1,18 +1,21 @@
 """The relay: `serve --agent NAME` in front of an agent that compacts on the endpoint of every
-turn (Claude Code: `ANTHROPIC_BASE_URL`).
+turn (Claude Code: `ANTHROPIC_BASE_URL`; Codex: its model provider's `base_url`; Gemini CLI:
+`GOOGLE_GEMINI_BASE_URL`).
 
 Every request goes to the upstream the operator set (never one a request names) as it came:
 method, path, query, headers (the user's credentials among them; hop-by-hop headers and the
 guard's own token aside) and body; the answer comes back as it comes, status, headers and
 body, a stream chunk by chunk as the upstream sends it, never held whole. The only work on an
 ordinary request is one byte search of its body for the agent's compaction marker
-(agents/<name>: `RelaySpec.marker`); a body holding it is parsed, and when the agent's reader
-says it is a compaction, it goes to the validating core (core.py) instead: L1 is the request as
+(agents/<name>: `RelaySpec.marker`); a body holding it, POSTed to a path where the agent's
+protocol answers (serve/<protocol>.py `generation`: not Codex's `/responses/compact`), is
+parsed, and when the agent's reader says it is a compaction, it goes to the validating core
+(core.py) instead: L1 is the request as
 it came, sent with the client's own credentials, its answer held and checked against the
 conversation in the request; L2 is the same request made aggressive (`RelayRoute.aggressive`);
 L3 is built by extraction in the structure the prompt asks for. An answer that passed at L1 or
 L2 is relayed as the upstream sent it; L3 is written in the protocol and mode the client asked
-for. An upstream error or timeout on a compaction is answered at L3; on any other request it
+for (streamed or not: a body field for most protocols, the path for Gemini's). An upstream error or timeout on a compaction is answered at L3; on any other request it
 is relayed as it came (502/504 in the agent's protocol when no answer came at all).
 
 Nothing of a request is logged; the credentials are scrubbed from every message a failure
@@ -98,7 +101,7 @@ class Relay:
         if raw is None:
             return
         forward = [(k, v) for k, v in headers if k not in _HOP]
-        if scope["method"] == "POST" and self.spec.marker in raw:
+        if scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
             body = await self._compaction_body(raw)
             if body is not None:
                 return await self._compaction(scope, receive, send, url, forward, raw, body)
@@ -203,8 +206,8 @@ class Relay:
         proxy.in_flight += 1
         task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), (request, None), route))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
-        model = body.get("model") or "compaction-guard"
-        if body.get("stream"):
+        model = self.protocol.model_of(scope["path"], body) or "compaction-guard"
+        if self.protocol.streamed(scope["path"], body):
             return await LateHeadersStream(task, proto, model, self.settings.serve_keepalive_seconds,
                                            self.protocol.usage_asked(body), logger=proxy.log)(scope, receive, send)
         gone = asyncio.ensure_future(_disconnected(receive))
@@ -238,7 +241,7 @@ class Relay:
                        of_request(shape.history, shape.instructions), shape.rejected,
                        context_tokens=estimate_tokens(raw.decode("utf-8", "replace")),
                        context_source=f"the whole request {self.agent.title} sent (system prompt, tools, messages), "
-                                      "estimated")
+                                      "estimated", fallback=shape.fallback)
 
 
 async def _disconnected(receive) -> None:
@@ -259,7 +262,7 @@ class RelayRoute:
         self.raw = raw
         self.body = body
         self.proto = relay.spec.protocol
-        self.model = body.get("model") if isinstance(body.get("model"), str) else ""
+        self.model = relay.protocol.model_of(url.split("?", 1)[0], body)
         self.deadline = relay.settings.relay_compaction_deadline_seconds
         secrets_ = []
         for k, v in headers:

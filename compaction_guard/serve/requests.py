@@ -143,6 +143,8 @@ class Request:
     # alone is not it: what a summary must be smaller than (the relay's agents count it so)
     context_tokens: Optional[int] = None
     context_source: str = ""
+    # an answer the request's prompt itself accepts when nothing better comes (RequestShape.fallback)
+    fallback: Optional[str] = None
 
     @property
     def text(self) -> str:

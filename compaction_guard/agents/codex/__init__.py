@@ -2,7 +2,7 @@
 and the hook the guard runs on its events (hook.py)."""
 from __future__ import annotations
 
-from ..base import Agent
+from ..base import Agent, RelaySpec
 
 
 class Codex(Agent):
@@ -23,6 +23,11 @@ class Codex(Agent):
         if not probe.is_sqlite and store.looks_like_rollout(probe.head):
             return store.RolloutSource(probe.path)
         return None
+
+    def relay(self):
+        from . import requests
+        return RelaySpec("responses", "https://api.openai.com/v1", "the base_url of your model provider in "
+                         "config.toml", requests.MARKER, requests.read)
 
     def install_text(self, action: str, doc: dict) -> str:
         from ..hookkit import entries_text

@@ -9,9 +9,11 @@ One JSON object per line, `{"timestamp", "ordinal", "type", "payload"}`, appende
      "latest_token_usage_record": {"response_id": <the compaction call's>, ...}, ...}}
 
 Each compaction is one record: id = its `window_id` (else `line@<offset>`), the summary without
-Codex's prefix, its input the conversation since the previous compaction (the `response_item`
-lines: the user's messages, the assistant's, tool calls and their output; developer messages
-and the environment context left out), `previous` the summary before it, and Codex's own
+Codex's prefix, its input what Codex summarized: the messages the previous compaction carried
+past it (its `replacement_history`: every user message so far) and the conversation since (the
+`response_item` lines: the user's messages, the assistant's, tool calls and their output;
+developer messages and the environment context left out), `previous` the summary before it,
+and Codex's own
 counts: `context_before` the `last_token_usage.total_tokens` of the last model call before the
 compaction that was not the compaction call itself, `context_after` Codex's estimate of the new
 context (the first `token_count` after the line). Read from the byte offset where the last check
@@ -158,6 +160,17 @@ class _Window:
         return None
 
 
+def _window_after(p: dict) -> "_Window":
+    """The window a `compacted` line opens: what Codex carries past it (`replacement_history`:
+    every user message so far, which its next compaction request summarizes again), the
+    summary item aside (it is `previous`)."""
+    window = _Window()
+    for item in p.get("replacement_history") if isinstance(p.get("replacement_history"), list) else []:
+        if isinstance(item, dict):
+            window.read({"type": "response_item", "payload": item})
+    return window
+
+
 def history_now(path: Path, max_chars: int = 200_000) -> tuple:
     """(the conversation since the last compaction, the last stored summary or None, Codex's
     count before) of a rollout as it is now."""
@@ -168,7 +181,7 @@ def history_now(path: Path, max_chars: int = 200_000) -> tuple:
                 continue
             if d.get("type") == "compacted":
                 p = d.get("payload") if isinstance(d.get("payload"), dict) else {}
-                previous, window = summary_of(p.get("message")), _Window()
+                previous, window = summary_of(p.get("message")), _window_after(p)
             else:
                 window.read(d)
     return keep_tail(window.parts, max_chars), previous, window.before(None)
@@ -222,7 +235,7 @@ class RolloutSource(SessionFileSource):
                         pending = (d, p, content, keep_tail(current.parts, self.input_chars), previous,
                                    current.before(rid), start, current.answer)
                     previous = content
-                    current = _Window()
+                    current = _window_after(p)
                     self._window = start
                     continue
                 current.read(d)

@@ -2,7 +2,7 @@
 (layout.py), and the hook the guard runs before its model calls (hook.py)."""
 from __future__ import annotations
 
-from ..base import Agent
+from ..base import Agent, RelaySpec
 
 
 class Gemini(Agent):
@@ -23,6 +23,11 @@ class Gemini(Agent):
         if not probe.is_sqlite and store.looks_like_session(probe.head):
             return store.SessionSource(probe.path)
         return None
+
+    def relay(self):
+        from . import requests
+        return RelaySpec("gemini", "https://generativelanguage.googleapis.com", "GOOGLE_GEMINI_BASE_URL",
+                         requests.MARKER, requests.read)
 
     def install_text(self, action: str, doc: dict) -> str:
         from ..hookkit import entries_text

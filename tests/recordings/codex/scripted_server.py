@@ -6,7 +6,8 @@ Codex 0.171 with `wire_api = "responses"` sends `POST <base_url>/responses` (her
 of `summaries` (the last one repeating); any other request gets a short reply. Every response reports
 `usage.input_tokens` = `input_tokens` (0: a rough count of the request, bytes/4) so Codex can be pushed
 over its compaction threshold. Every request is recorded (path, headers without any key, JSON body) in
-`requests`, and appended to `record` (JSON lines) when given.
+`requests`, and appended to `record` (JSON lines) when given; `keys[i]` is the credential `requests[i]`
+came with (Authorization; kept in memory only), so a test can see where credentials went.
 
     python3 scripted_server.py --port 0 --summaries summaries.json --record requests.jsonl --input-tokens 90000
 
@@ -67,7 +68,9 @@ class ScriptedResponses:
         self.tool_trigger = tool_trigger
         self.tool_call = tool_call
         self.turns = 0
+        self.compaction_delay = 0.0     # seconds before a compaction request is answered (a slow model)
         self.requests = []
+        self.keys = []
         self._lock = threading.Lock()
         srv = self
 
@@ -106,11 +109,12 @@ class ScriptedResponses:
                     srv._keep("POST", self.path, headers, {"_raw": raw[:2000].decode("utf-8", "replace")}, "bad")
                     return self._json(400, {"error": {"message": "bad json"}})
                 kind = "compaction" if request_kind(headers) == "compaction" else "turn"
-                srv._keep("POST", self.path, headers, body, kind)
+                srv._keep("POST", self.path, headers, body, kind, self.headers.get("authorization"))
                 if not self.path.split("?")[0].rstrip("/").endswith("/responses"):
                     return self._json(404, {"error": {"message": f"not scripted: {self.path}"}})
                 call = srv._wants_tool(body) if kind == "turn" else None
                 if kind == "compaction":
+                    time.sleep(srv.compaction_delay)
                     text = srv._next_summary()
                 else:
                     srv.turns += 1
@@ -217,13 +221,14 @@ class ScriptedResponses:
         with self._lock:
             return self.summaries.pop(0) if len(self.summaries) > 1 else self.summaries[0]
 
-    def _keep(self, method, path, headers, body, kind) -> None:
+    def _keep(self, method, path, headers, body, kind, key=None) -> None:
         item = {"method": method, "path": path, "kind": kind, "headers": headers, "body": body}
         with self._lock:
-            self.requests.append(item)
             if self.record:
                 with open(self.record, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+            self.requests.append(item)
+            self.keys.append(key)
 
 
 def main(argv=None) -> int:

@@ -10,26 +10,34 @@ Compression is two non-streamed :generateContent calls whose systemInstruction i
   1. the history + "Generate a new <state_snapshot> ..." (or "A previous <state_snapshot> exists ...")
   2. the history + the first answer as a model turn + "Critically evaluate the <state_snapshot> ..." (verify)
 The first gets the next of `summaries`, the second the next of `verifies` (None: the same text the first
-got). Lists are consumed one per call, the last item repeating.
+got). Lists are consumed one per call, the last item repeating; the text `<<HTTP_500>>` is answered with an
+HTTP 500 (the Gemini API's error shape) instead.
 
 Main turns: when the last user content is a text prompt and `tool_first` is set, the model asks for a
 harmless tool call (read_file on `tool_file`), then answers `reply` to the function response: two model
 calls in one `-p` run, so Gemini CLI checks for compression before the second one.
+
+`main_delay` seconds pass before a main turn is answered (0 by default): a model's own latency. In a
+headless run Gemini CLI starts `/compress` in the background and sends "/compress" to the model at the same
+time; the process ends with that turn, and a compression still running then is lost.
 
 Usage reported: `usageMetadata.promptTokenCount` = `prompt_tokens` when set, else an estimate of the
 request (JSON length / 4, about what the real API would count). Gemini CLI compresses before a model call
 when its last reported promptTokenCount >= model.compressionThreshold * the model's token limit.
 
 Every request is kept in `requests` (path, headers without the key, JSON body) and appended to `record`
-(JSONL) when given.
+(JSONL) when given; `keys[i]` is the credential `requests[i]` came with (x-goog-api-key; kept in memory
+only).
 """
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPLY = "Noted."
+HTTP_500 = "<<HTTP_500>>"
 VERIFY_PREFIX = "Critically evaluate the <state_snapshot>"
 SECRET_HEADERS = ("x-goog-api-key", "authorization", "x-api-key")
 
@@ -106,7 +114,9 @@ class ScriptedGemini:
         self.tool_file = tool_file
         self.tool_name = tool_name
         self.tool_arg = tool_arg
+        self.main_delay = 0.0
         self.requests = []
+        self.keys = []
         self.compressions = []      # (kind, text answered)
         self._last_summary = ""
         self._lock = threading.Lock()
@@ -135,10 +145,14 @@ class ScriptedGemini:
                 if path.endswith(":countTokens"):
                     return self._json(200, {"totalTokens": usage["promptTokenCount"]})
                 if path.endswith(":streamGenerateContent"):
+                    time.sleep(server.main_delay)
                     return self._stream(server._main_parts(body), model, usage)
                 if path.endswith(":generateContent"):
                     if is_compression(body):
                         text = server._compression_text(body)
+                        if text == HTTP_500:
+                            return self._json(500, {"error": {"code": 500, "message": "scripted failure",
+                                                              "status": "INTERNAL"}})
                         parts = [{"text": text}]
                     else:
                         gc = body.get("generationConfig") or {}
@@ -155,10 +169,11 @@ class ScriptedGemini:
                 headers = {k.lower(): v for k, v in self.headers.items() if k.lower() not in SECRET_HEADERS}
                 entry = {"method": self.command, "path": self.path, "headers": headers, "body": body}
                 with server._lock:
-                    server.requests.append(entry)
                     if server.record is not None:
                         with open(server.record, "a", encoding="utf-8") as fh:
                             fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                    server.requests.append(entry)
+                    server.keys.append(self.headers.get("x-goog-api-key"))
 
             def _json(self, code, obj):
                 data = json.dumps(obj).encode()
