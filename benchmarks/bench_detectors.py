@@ -8,6 +8,11 @@ wall seconds and peak RSS (VmHWM) are read there. Inputs are real text: human te
 (tests/corpus/real/human.jsonl, the one mojibake page left out) and real model
 outputs, plus the hand-written corpus's summaries for the mixed file.
 
+A third file holds text the project has never used, from the machine itself (its programs' message
+catalogues in ~100 languages and ~30 scripts, Debian changelogs, the Python library's docstrings, the
+packages' descriptions: unseen_texts), without histories; and each kind of it alone, where the cost
+depends on the content (non-Latin scripts cost the guard more per character than the literal rules).
+
 One summary of each shape: good summaries concatenated (their digits varied, so it
 does not repeat itself), Chinese and Japanese text, random printable characters, a
 loop; random characters and good text each with an input as large (the good input is
@@ -177,7 +182,91 @@ def mixed_file(n: int, rng: random.Random, path: Path, broken: float = 0.1) -> N
     path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
 
 
-def mixed(path: Path, n: int, label: str, record: Optional[list] = None) -> None:
+# Text the project has never used, from this machine (Debian and Python ship it): the translations of
+# its programs' messages (gettext catalogs, /usr/share/locale: ~100 languages in ~30 scripts), Debian
+# changelog entries, the Python standard library's docstrings, the installed packages' descriptions.
+# Records without histories, as a check of a store of summaries from elsewhere reads them.
+def _script_group(lang: str) -> str:
+    base = lang.split("_")[0].split("@")[0]
+    if base in ("ja", "zh", "ko"):
+        return "CJK"
+    if base in ("ru", "uk", "bg", "sr", "be", "mk", "kk", "ky", "tg", "mn", "tt", "ba", "cv", "ce", "os"):
+        return "Cyrillic"
+    if base in ("ar", "he", "fa", "ur", "ug", "ps", "ckb", "yi", "dv", "sd"):
+        return "Arabic and Hebrew"
+    if base in ("hi", "bn", "ta", "te", "kn", "ml", "mr", "gu", "pa", "or", "as", "ne", "si", "th", "lo", "km",
+                "my", "ka", "hy", "el", "am", "ti", "bo", "dz", "sa", "mai", "brx", "kok", "doi", "mni", "sat"):
+        return "other scripts"
+    return "Latin"
+
+
+def unseen_texts(rng: random.Random) -> list:
+    """[(source or script group, text)] of the machine's text the project has not seen (see above)."""
+    import ast
+    import gettext
+    import glob
+    import gzip
+    import sysconfig
+    out = []
+    for p in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
+        try:
+            with open(p, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog
+        except Exception:  # noqa: BLE001 - a catalogue gettext cannot read is left out
+            continue
+        msgs = [v for k, v in catalog.items() if k and isinstance(v, str) and v.strip() and v != k]
+        i = 0
+        while i < len(msgs):
+            k = rng.randint(3, 30)
+            out.append((_script_group(p.split("/")[4]), rng.choice(["\n", " ", "\n\n", "\n- "]).join(msgs[i:i + k])))
+            i += k
+    for p in sorted(glob.glob("/usr/share/doc/*/changelog.Debian.gz")):
+        with gzip.open(p, "rt", encoding="utf-8", errors="replace") as f:
+            out += [("changelogs", e.strip()) for e in f.read().split("\n\n -- ")[:40] if len(e) > 60]
+    for p in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "test" in p.parts or "site-packages" in p.parts:
+            continue
+        try:
+            tree = ast.parse(p.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        out += [("docstrings", d) for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and (d := ast.get_docstring(node, clean=True)) and len(d) >= 40]
+    try:
+        status = Path("/var/lib/dpkg/status").read_text(encoding="utf-8")
+    except OSError:
+        status = ""
+    out += [("descriptions", b.split("\nDescription: ", 1)[1].split("\nHomepage:")[0])
+            for b in status.split("\n\n") if "\nDescription: " in b]
+    return out
+
+
+def unseen_file(n: int, rng: random.Random, path: Path, texts: list, group: Optional[str] = None) -> None:
+    pool = [t for t in texts if group is None or t[0] == group]
+    recs = [{"id": f"{src}#{i}", "content": text} for i, (src, text) in enumerate(rng.choice(pool) for _ in range(n))]
+    path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
+
+
+def by_content(tmp: Path, n: int, rng: random.Random, texts: list, record: Optional[list] = None) -> None:
+    """The guard's time against the literal rules' on each kind of that text alone: where the cost
+    depends on the content (one run each, one core)."""
+    print(f"\n{n} records of one kind each (text the project has not seen, no histories), one core:")
+    rows = {}
+    for group in sorted({g for g, _ in texts}):
+        path = tmp / "unseen-one.json"
+        unseen_file(n, rng, path, texts, group)
+        g, s = run(MANY, "guard-text-only", path), run(MANY, "seed", path)
+        rows[group] = {"summaries": n, "guard_seconds": round(g[0], 2), "seed_seconds": round(s[0], 2), "ratio": round(g[0] / s[0], 2),
+                       "megabytes": round(path.stat().st_size / 1e6, 1)}
+        print(f"  {group:<20} {rows[group]['megabytes']:6.1f} MB  guard {g[0]:6.2f} s  seed {s[0]:6.2f} s  "
+              f"x{g[0] / s[0]:.2f}")
+    if record is not None and record:
+        record[-1]["by_content"] = rows
+
+
+def mixed(path: Path, n: int, label: str, record: Optional[list] = None,
+          what: str = "real model outputs, human text, hand-written corpus") -> None:
     """The mixed file's figures: the guard on one core and as it runs, and against the seed's rules."""
     t0 = time.perf_counter()
     g = run(MANY, "guard", path)
@@ -187,7 +276,7 @@ def mixed(path: Path, n: int, label: str, record: Optional[list] = None) -> None
     runs = [(run(MANY, "guard-text-only", path), run(MANY, "seed", path)) for _ in range(3)]
     g3 = sorted((r[0] for r in runs), key=lambda x: x[0])[1]
     s = sorted((r[1] for r in runs), key=lambda x: x[0])[1]
-    print(f"\n{n} summaries, {label} (real model outputs, human text, hand-written corpus; "
+    print(f"\n{n} summaries, {label} ({what}; "
           f"{path.stat().st_size / 1e6:.1f} MB with their inputs), one core, loading included:")
     print(f"  guard, one core        {g[0]:.2f} s, peak {g[1]:.0f} MB, {g[2]} failing")
     print(f"  guard, as it runs ({os.cpu_count()} cores) {g2[0]:.2f} s, peak {g2[1]:.0f} MB, {g2[2]} failing")
@@ -237,6 +326,13 @@ def main() -> int:
             path = tmp / f"mixed-{broken}.json"
             mixed_file(n, rng, path, broken)
             mixed(path, n, label, record)
+        texts = unseen_texts(random.Random(7))
+        if texts:
+            path = tmp / "unseen.json"
+            unseen_file(n, rng, path, texts)
+            mixed(path, n, "text the project has not seen", record,
+                  "message catalogues of ~100 languages, changelogs, docstrings, package descriptions, no histories")
+            by_content(tmp, n // 4, rng, texts, record)
     if record:
         import datetime
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,7 @@ def iter_results(records: Iterable[SummaryRecord], settings: Settings = DEFAULT,
     an incremental check skipped. With `workers` > 1 the per-summary detectors run in
     that many processes, a bounded number of batches in flight; with one, a batch (BATCH
     records at most, fewer when long) is checked before its Results are yielded."""
-    stale = StaleTracker(settings.max_stale_keys)
+    stale = StaleTracker(settings.max_stale_keys, settings=settings)
     storms = StormTracker(settings)
     lineage = LineageTracker(lambda sid, content: _judge(sid, content, settings), settings.max_stale_keys)
     primed = set()

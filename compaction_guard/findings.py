@@ -8,7 +8,7 @@ from .tokens import seed_entropy
 
 # The failure kinds, exactly as reported.
 FAILURE_KINDS = ("empty", "inflation", "garbled", "repetition", "truncation_marker", "stale", "language_drift",
-                 "ungrounded", "invented_identifiers", "format")
+                 "ungrounded", "invented_identifiers", "format", "coverage", "cut_off")
 
 
 @dataclass

@@ -188,6 +188,59 @@ class Settings:
     # closing punctuation, where at least this share of the other prose lines have it.
     cutoff_min_last_words: int = 4
     cutoff_min_closed_share: float = 0.5
+    # A last list item of prose cut mid-sentence: nearly all the summary's other items of prose (at
+    # least three; `label: value` items aside) close their sentence.
+    cutoff_min_item_closed_share: float = 0.8
+
+    # --- what was answered instead of a summary (detectors/answers.py) ----------
+    # Reasoning then at most this many characters on two lines, less than this share of the reasoning.
+    answer_reasoning_max_chars: int = 300
+    answer_reasoning_max_share: float = 0.5
+    # A call or data object: no string of more than this many words, at most this many content words.
+    answer_call_max_words: int = 12
+    answer_call_max_units: int = 20
+    # The prompt sent back: this share of its word 5-grams a known prompt's, this many 5-grams or more.
+    answer_echo_min_share: float = 0.3
+    answer_echo_min_shingles: int = 8
+    # ... read in the text's first this many characters (a prompt sent back starts with it)
+    answer_echo_max_chars: int = 4000
+    # ... and only when one of the 5-grams of its first this many words is a prompt's
+    answer_echo_head_words: int = 32
+    # A short answer (this many characters, two sentences at most) over a history of this many
+    # specifics or more, carrying at most this many of them and this share: a refusal, a note or a
+    # preamble; a note when this share of its content words are the compactors' own.
+    answer_max_chars: int = 600
+    answer_min_history_atoms: int = 8
+    answer_max_kept_atoms: int = 2
+    answer_max_kept_share: float = 0.15
+    # ... and nothing the last answer_late_share of the history brings first (its latest state).
+    answer_late_share: float = 0.35
+    answer_note_min_template: float = 0.3
+    # Without the history: an announcing word opening a text of at most this many characters, naming
+    # nothing ("让我继续分析"), is a preamble.
+    answer_bare_intent_max_chars: int = 80
+
+    # stale (detectors/stale.py): an unchanged summary whose input holds fewer than this many words
+    # besides the previous summary says nothing of the turns since: stale, as without a history.
+    stale_min_since_words: int = 3
+
+    # --- coverage (detectors/coverage.py) ----------------------------------------
+    # A conversation (two speakers or more) of coverage_min_history_chars or more is read turn by
+    # turn, each turn counted when it brings coverage_min_turn_features new specifics and content
+    # words. The summary fails when, from some counted turn on, coverage_min_late_turns or more
+    # counted turns (one of them at least the first speaker's, the user's) bring coverage_min_late or
+    # more of them, at least coverage_min_tail of the history, and the summary keeps at most
+    # coverage_max_late_kept of what each of them brings (one word a turn by chance aside), while it
+    # carries something of coverage_min_early_turns counted turns before and at least
+    # coverage_min_early_share of what they bring.
+    coverage_min_history_chars: int = 1500
+    coverage_min_turn_features: int = 2
+    coverage_min_late_turns: int = 4
+    coverage_min_early_turns: int = 2
+    coverage_min_late: int = 8
+    coverage_min_tail: float = 0.25
+    coverage_max_late_kept: float = 0.1
+    coverage_min_early_share: float = 0.4
 
     # --- storms (warnings) ------------------------------------------------------
     # More than this many compactions within storm_window_minutes in one session ...
@@ -308,6 +361,11 @@ class Settings:
     # An identifier not in the other text's identifier index is searched for in its whole
     # text (inside a longer token) at most this many times per summary: cost stays linear.
     identifiers_max_searches: int = 64
+    # invented_ask (a warning, detectors/identifiers.py): a code name of the history given a number
+    # at most this many characters after it in the summary that the history, reading up to the
+    # second width after the name (it may say more between: `be lowered to`), never gives it.
+    invented_ask_summary_gap: int = 12
+    invented_ask_history_gap: int = 40
 
     # context_pressure: a session holding this share of its context window (sessions.json)
     # whose last compaction failed; the last verdict of at most max_sessions_kept sessions is kept.

@@ -16,6 +16,11 @@ The words are read from the real texts, not chosen:
 - the fallback texts of OpenClaw's older releases and lossless-claw that REFERENCE.md lists;
 - the turns OpenClaw writes into a session itself (its heartbeat prompt, its silent reply);
 - the guard's own prompts (compaction_guard/prompts.py).
+It also writes compaction_guard/data/compaction_prompts.txt: the prompts themselves (OpenClaw's and
+the guard's above, and the compaction prompts Claude Code 2.1.328, Codex 0.171.0, Gemini CLI 0.61.0
+and opencode 1.18.33 really sent: their recorded requests, tests/data/claude-code/ and
+tests/recordings/{codex,gemini,opencode}/data/, the conversation left out), one a block: a summary
+whose phrases are mostly a prompt's is the prompt sent back (detectors/empty.py, `echoed_prompt`).
 Each text is cut into the guard's word units (detectors/overlap.py); a unit among the most
 frequent words of a language (data/common_words.txt) or shorter than 3 bytes is left out,
 as the check leaves it out anyway, and so is a word that real English text about work uses
@@ -39,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 OUT = ROOT / "compaction_guard" / "data" / "compaction_vocabulary.txt"
+PROMPTS = ROOT / "compaction_guard" / "data" / "compaction_prompts.txt"
 
 # Fallback texts of releases and plugins the installed package does not hold (REFERENCE.md
 # sections 2 and 8), with the shapes the markers detector names.
@@ -111,6 +117,31 @@ def work_words() -> frozenset:
     return frozenset(u for u, n in df.items() if n >= WORK_WORD_MIN_SHARE * len(docs))
 
 
+def agent_texts() -> list:
+    """The compaction instructions the four agents really sent (their recorded requests), without the
+    conversation: Claude Code's appended to its last user message, Codex's last input item, Gemini CLI's
+    system instruction and its last user text, opencode's system prompt and what follows </conversation>."""
+    def text(c) -> str:
+        if isinstance(c, str):
+            return c
+        return "\n".join(b.get("text", "") for b in c or [] if isinstance(b, dict) and isinstance(b.get("text"), str))
+    out = []
+    cc = json.loads((ROOT / "tests/data/claude-code/request-good.json").read_text(encoding="utf-8"))["body"]
+    last = cc["messages"][-1]["content"]
+    out.append(text(last[-1:] if isinstance(last, list) else last))
+    cx = json.loads((ROOT / "tests/recordings/codex/data/request-good-auto.json").read_text(encoding="utf-8"))
+    cx = cx[0] if isinstance(cx, list) else cx
+    out.append(text(cx["body"]["input"][-1].get("content")))
+    gm = json.loads((ROOT / "tests/recordings/gemini/data/request-good-long.json").read_text(encoding="utf-8"))
+    gm = gm[0] if isinstance(gm, list) else gm
+    out.append(text((gm["body"].get("systemInstruction") or {}).get("parts")))
+    out.append(text(gm["body"]["contents"][-1].get("parts")))
+    oc = json.loads((ROOT / "tests/recordings/opencode/data/request-good-long.json").read_text(encoding="utf-8"))["body"]
+    out.append(text(oc["messages"][0]["content"]))
+    out.append(text(oc["messages"][-1]["content"]).split("</conversation>", 1)[-1])
+    return [t for t in out if t.strip()]
+
+
 def guard_texts() -> list:
     from compaction_guard import prompts
     return [prompts.L1_SYSTEM, prompts.L2_SYSTEM, prompts.user_message("", 100)]
@@ -124,6 +155,10 @@ def main() -> None:
     if where is None:
         sys.exit("no OpenClaw install: run scripts/setup_openclaw.sh or give its directory")
     version, texts = openclaw_texts(where)
+    # the instructions only: OpenClaw's fallback skeleton and marker texts are what a compactor stores, not
+    # what it asks (a summary that is the skeleton is judged as one: detectors/empty.py)
+    prompts = [t for t in texts if len(t.split()) >= 20 and "No prior history" not in t and "None captured" not in t] \
+        + guard_texts() + agent_texts()
     texts += OTHER_FALLBACKS + guard_texts()
     common = common_units()
     work = work_words()
@@ -132,12 +167,24 @@ def main() -> None:
     shared = sorted(u.decode() for u in found if u in work)
     header = (f"# The words compactors write themselves: OpenClaw {version}'s compaction prompts, structure\n"
               "# instructions and fallback texts (MIT licence, (c) OpenClaw contributors), older OpenClaw and\n"
-              "# lossless-claw fallbacks (REFERENCE.md), the guard's own prompts; cut into the guard's word units,\n"
+              "# lossless-claw fallbacks (REFERENCE.md), the guard's own prompts, the compaction prompts Claude Code,\n"
+              "# Codex, Gemini CLI and opencode really sent (their recorded requests); cut into the guard's word units,\n"
               "# the most frequent words of any language left out. Written by scripts/make_compaction_vocabulary.py.\n")
     header += ("# Lines starting with ~: words of the prompts that real English text about work uses often\n"
                "# (WORK_WORD_MIN_SHARE): neither the template's nor content, they weigh nothing either way.\n")
     OUT.write_text(header + "\n".join(words) + "\n" + "\n".join("~" + w for w in shared) + "\n", encoding="utf-8")
     print(f"{len(words)} words, {len(shared)} shared with work text, from {len(texts)} texts -> {OUT}")
+    blocks = []
+    for t in prompts:
+        t = "\n".join(ln.rstrip() for ln in t.strip().splitlines() if ln.strip() and not ln.startswith("#@"))
+        if t and t not in blocks:
+            blocks.append(t)
+    PROMPTS.write_text(f"# The compaction prompts compactors really send: OpenClaw {version}'s (MIT licence, (c) OpenClaw\n"
+                       "# contributors), the guard's own, and those Claude Code 2.1.328, Codex 0.171.0, Gemini CLI 0.61.0 and\n"
+                       "# opencode 1.18.33 sent (their recorded requests), the conversation left out; one a block, blocks\n"
+                       "# parted by a line `#@`. Written by scripts/make_compaction_vocabulary.py.\n"
+                       + "\n#@\n".join(blocks) + "\n", encoding="utf-8")
+    print(f"{len(blocks)} prompts -> {PROMPTS}")
 
 
 if __name__ == "__main__":

@@ -70,3 +70,20 @@ def test_the_agents_set_is_what_the_recordings_hold(tmp_path):
     for st in evaluate.AGENT_SETS:
         mine = [it for it in items if it.set == st]
         assert any(it.label == "good" for it in mine) and any(it.must_fail for it in mine), st
+
+
+def test_the_sessions_set_is_what_the_recordings_hold(tmp_path):
+    """real/sessions.jsonl is written by real/collect_sessions.py from the long sessions' recordings
+    (tests/recordings/sessions/data/, the agents' stores xz-compressed): the same bytes again, and every
+    agent with good and broken summaries in English, German and Japanese."""
+    import subprocess
+    real = Path(evaluate.__file__).parent / "real"
+    out = tmp_path / "sessions.jsonl"
+    subprocess.run([sys.executable, str(real / "collect_sessions.py"), "--out", str(out)], check=True,
+                   capture_output=True, timeout=300)
+    assert out.read_bytes() == (real / "sessions.jsonl").read_bytes()
+    items = evaluate.session_items()
+    for st in evaluate.SESSION_SETS:
+        mine = [it for it in items if it.set == st]
+        assert {it.lang for it in mine} == {"en", "de", "ja"}, st
+        assert any(it.label == "good" for it in mine) and any(it.must_fail for it in mine), st

@@ -335,14 +335,20 @@ def test_a_label_and_a_list_on_the_last_line_is_not_a_sentence_cut_off():
     t = time.perf_counter()
     assert not _label_list("Expand for details about: " + "a,  " * 5000 + "x" * 200)
     assert time.perf_counter() - t < 0.5
+    # one item when the footer stands apart after a blank line (issue 58); the same line run on is a sentence
+    one = "Expand for details about: exact wording of each status update"
+    assert not any(w.startswith("cut_off") for w in validate(body + one).warnings)
+    assert any(w.startswith("cut_off") for w in validate(body.rstrip() + " Then the team wanted details about: "
+                                                        "the exact wording of each").warnings)
 
 
 def test_cut_off_is_a_warning_named_so():
     r = validate("The user asked for the migration plan. We agreed on Sunday night and the rollback script is ready. "
                  "Next the team will check the replica lag and then")
     assert r.valid and any(w.startswith("cut_off:") for w in r.warnings)
+    # stopped inside the structure it was asked for (its <summary> never closed): a failure (issue 58)
     r = validate("<summary>\nThe user migrated 412 sessions to SQLite; the index on updated_at is still to do.")
-    assert r.valid and any("never closed" in w for w in r.warnings)
+    assert r.failures == ["cut_off"] and "<summary> never closed" in r.reasons["cut_off"]
     assert not any(w.startswith("cut_off") for w in validate(ENGLISH).warnings)
     # a straight quote that closes the one its line opened ends a quotation; one left open does not
     said = "The user asked to resume the migration after the backup.\nLast user message: \"please continue\""
@@ -970,6 +976,22 @@ def test_figures_a_summary_computes_from_its_history_are_not_invented():
     assert any(w.startswith("invented_identifiers") and "533 ms" in w for w in bad.warnings), bad.warnings
 
 
+def test_differences_and_list_units_are_derived_and_a_value_nobody_gave_is_an_invented_ask():
+    """How far a budget overshoots (62 s against 45 s: 17 s) and a figure of a list whose last number
+    carries the unit (`2, 4, 8 and 16 s`) are derived, not invented; a code name of the history given a
+    value the history never gives it is a request nobody made: warned `invented_ask` (issue 58)."""
+    from compaction_guard import validate
+    hist = ("user: the sync job syncJob.timeoutSeconds is 45 and the run took 62 s\n"
+            "assistant: the retries waited 2, 4, 8 and 16 s; MAX_ATTEMPTS = 4\n"
+            "user: keep syncJob.timeoutSeconds as it is for now")
+    ok_ = validate("The sync run took 62 s, 17 s over the syncJob.timeoutSeconds budget of 45; retries waited "
+                   "30 s in all (MAX_ATTEMPTS = 4, the last wait 8 s before 16 s).", input=hist)
+    assert ok_.valid and not any(w.startswith(("invented", "cut_off")) for w in ok_.warnings), ok_.warnings
+    bad = validate("The sync run took 62 s. The user asked to raise syncJob.timeoutSeconds to 90 and keep "
+                   "MAX_ATTEMPTS = 4.", input=hist)
+    assert bad.valid and any(w.startswith("invented_ask") and "90" in w for w in bad.warnings), bad.warnings
+
+
 # ---------------------------------------------------------------- issue #25: saying nothing
 PUBLISHED = [json.loads(json.dumps(r)) for r in __import__("yaml").safe_load(
     (Path(__file__).parent / "corpus" / "real" / "published_empty.yaml").read_text(encoding="utf-8"))]
@@ -1470,11 +1492,13 @@ def test_a_template_whose_tags_hold_nothing_is_empty():
 def test_a_summary_naming_its_own_things_and_none_of_the_history_s_is_ungrounded():
     """Gemini CLI stored its own compression prompt, examples and all, as the summary (#45):
     its 3 identifiers are the prompt's, it keeps none of the history's 32, and 28% of its words
-    occur in the history: `ungrounded`. The good summary of the same history is valid."""
+    occur in the history; its phrases are the prompt's: `empty`, named `echo` (#58). The good
+    summary of the same history is valid."""
     row = _agent_row("gemini-echo-auto")
     r = validate(row["summary"], input=row["history"])
-    assert r.failures == ["ungrounded"], r.reasons
-    assert "src/auth.ts" in r.reasons["ungrounded"] and "none of the history's 32" in r.reasons["ungrounded"]
+    # it is Gemini CLI's own prompt, phrase for phrase: named so (issue 58)
+    assert r.failures == ["empty"] and r.findings[0].figures["form"] == "echo", r.reasons
+    assert "summarization prompt sent back" in r.reasons["empty"]
     good = _agent_row("gemini-good-long-auto")
     assert validate(good["summary"], input=good["history"]).valid
     # prose that keeps none of the history's identifiers but is made of its words is not

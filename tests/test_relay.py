@@ -314,3 +314,15 @@ def test_a_compaction_the_upstream_hangs_on_is_answered_at_l3_in_time(relay):
     assert r.status == 200 and r.getheader("x-compaction-guard-level") == "3" and time.monotonic() - t0 < 15
     text = doc["content"][0]["text"]
     assert text.startswith("<summary>") and "1. Primary Request and Intent:" in text and "OPS-4411" in text
+
+
+def test_a_body_that_never_finishes_is_a_timeout_and_nothing_goes_upstream(relay):
+    up, srv = relay(dataclasses.replace(QUICK, serve_body_timeout_seconds=1.0))
+    seen = len(up.seen)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"partial\":")
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += s.recv(65536)
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 408") and len(up.seen) == seen

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import contract, cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, overlap, \
-    repetition, transcript
+from . import answers, contract, coverage, cutoff, empty, garbled, grounding, identifiers, inflation, language, markers, \
+    overlap, repetition, transcript
 from .stale import StaleTracker
 from ..contract import minimum_tokens
 from ..reasoning import strip_reasoning
 
-__all__ = ["detect_all", "detect_many", "detect_steps", "StaleTracker", "cutoff", "empty", "garbled", "grounding",
+__all__ = ["detect_all", "detect_many", "detect_steps", "StaleTracker", "answers", "coverage", "cutoff", "empty", "garbled", "grounding",
            "identifiers", "inflation", "language", "markers", "overlap", "repetition", "transcript"]
 
 
@@ -100,11 +100,14 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
     reasoning = strip_reasoning(content)       # read by both of empty's checks
     yield "empty"
     findings = empty.detect(content, settings, input_tokens, input_text, reasoning)
+    if not (findings and any(f.failure for f in findings)):
+        # the summarization prompt sent back, looping or not (the loop, read below, says less)
+        findings += answers.echo(reasoning.text, settings)
     cut = []
 
     def cut_off() -> list:         # asked by repetition and below: measured once
         if not cut:
-            cut.append(cutoff.detect(content, settings))
+            cut.append(cutoff.detect(content, settings, required))
         return cut[0]
     if findings and any(f.failure for f in findings):
         # An empty summary is only that: its noise or size says nothing more; but a
@@ -124,6 +127,9 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
             # the prompt's template echoed with its placeholders (noise and loops say more)
             yield "unfilled"
             findings += empty.unfilled_template(content, settings, input_text)
+            if not any(f.failure for f in findings):
+                # what the model answered instead of a summary: a call, its prompt, a refusal, a preamble
+                findings += answers.classify(content, settings, reasoning, input_text)
         if not (findings and any(f.failure for f in findings)):
             # well formed and carrying nothing (loops, noise and markers say more)
             yield "information_free"
@@ -159,7 +165,11 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                 yield "grounding"
                 sview = overlap.InputView(content)       # the summary's own identifiers, scanned once
                 measured = measures if measures is not None else {}
-                findings += grounding.detect(content, settings, view, mine, same, measured, sview, background)
+                # what the summarizer was given: the history since the last compaction, and the summary of
+                # what came before it (a summary carries it forward: its names are not invented)
+                source, src_view = (input_text, view) if not previous else \
+                    (previous + "\n\n" + input_text, overlap.InputView(previous + "\n\n" + input_text))
+                findings += grounding.detect(content, settings, src_view, mine, same, measured, sview, background)
                 if same and not any(f.failure for f in findings):
                     # a few words, none of them the history's (grounding judges longer text)
                     findings += empty.none_of_the_history(content, settings, view, input_tokens, extra, previous)
@@ -168,10 +178,13 @@ def detect_steps(content: str, settings, *, output_tokens: int, input_tokens: Op
                     findings += grounding.nothing_specific(content, settings, view, mine, sview, input_tokens,
                                                            previous)
                 yield "identifiers"
-                findings += identifiers.detect(content, settings, input_text, view, measured, sview, previous)
+                findings += identifiers.detect(content, settings, source, src_view, measured, sview)
                 if same and not any(f.failure for f in findings):
                     # names of its own, none of the history's
                     findings += grounding.names_other_things(findings, measured.get("grounding"), settings)
+                if same and not any(f.failure for f in findings):
+                    # the start of the history carried, its end not
+                    findings += coverage.detect(content, settings, view, previous)
                 findings += transcript.detect(content, settings, input_text)
     named = [f for f in findings if f.failure and f.kind in ("language_drift", "ungrounded", "empty")] \
         if findings else None

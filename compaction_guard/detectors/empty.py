@@ -76,6 +76,7 @@ ERROR_START_RE = re.compile(
     r"traceback \(most recent call last\)|"
     r"\{\s*\"(?:error|detail|message)\"\s*:|"
     r"error code: \d{3}\s*-|"
+    r"api error:?\s*\d{3}\b|"
     r"<!doctype html|<html|"
     r"(?:openai|anthropic|litellm|httpx|requests)\.\w*(?:error|exception)|"
     r"\w*(?:apierror|apiconnectionerror|ratelimiterror|timeouterror|apitimeouterror)\s*:|"
@@ -313,7 +314,7 @@ def unfilled_template(text: str, settings, input_text: Optional[str] = None) -> 
     return [Finding("empty", f"an unfilled template: {placeholders} of its {content} lines are placeholders "
                     f"({', '.join(repr(x[:50]) for x in shown)}): the model wrote the prompt's format back instead of "
                     "filling it in; re-run compaction", figures={"placeholder_lines": placeholders,
-                                                                 "content_lines": content})]
+                                                                 "content_lines": content, "form": "echo"})]
 
 
 _CONTENT_WORD_RE = re.compile(f"[{CJK_CLASS}]{{2}}|[^\\W\\d_]{{4,}}|\\w*\\d\\w*[-_./]?\\w+")
@@ -346,7 +347,7 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
                    "closed": "a reasoning block", "stray-close": "reasoning before a stray closing tag"}[reasoning.kind]
             return [Finding("empty", f"reasoning only: {how} ({reasoning.reasoning_chars} chars) with no summary after it; "
                             "raise the summarizer's max_tokens or turn its reasoning off",
-                            figures={"reasoning_chars": reasoning.reasoning_chars})]
+                            figures={"reasoning_chars": reasoning.reasoning_chars, "form": "reasoning"})]
         findings.append(Finding("reasoning_leak", f"{reasoning.reasoning_chars} chars of model reasoning stored with the summary "
                                 "(enable the server's reasoning parser or strip it)", failure=False,
                                 figures={"reasoning_chars": reasoning.reasoning_chars}))
@@ -361,7 +362,8 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
         m = PLACEHOLDER_RE.match(stripped)
         if m:
             findings.append(Finding("empty", f"placeholder stored as the summary ({m.lastgroup.replace('_', '-')}: "
-                                    f"{stripped[:60]!r}); the history it replaced is not in it, re-run compaction"))
+                                    f"{stripped[:60]!r}); the history it replaced is not in it, re-run compaction",
+                                    figures={"form": "placeholder"}))
             return findings
     if len(stripped) <= settings.max_error_text_chars:
         m = ERROR_START_RE.match(stripped) or (
@@ -370,18 +372,19 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
             and not grounded(stripped, input_text, settings))
         if m:
             findings.append(Finding("empty", f"error text stored as the summary ({stripped.splitlines()[0][:70]!r}); "
-                                    "fix the summarizer's provider and re-run compaction"))
+                                    "fix the summarizer's provider and re-run compaction", figures={"form": "error"}))
             return findings
     if len(stripped) <= settings.max_refusal_chars and REFUSAL_START_RE.match(stripped) \
             and not grounded(stripped, input_text, settings):
-        findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); "
-                                "re-run with another model or the aggressive prompt"))
+        findings.append(Finding("empty", f"the model refused instead of summarizing ({stripped[:60]!r}); the prompt "
+                                "or the provider's content policy stopped it: re-run with another model or the aggressive "
+                                "prompt", figures={"form": "refusal"}))
         return findings
     if len(stripped) <= settings.max_placeholder_chars and EMPTY_STATEMENT_RE.match(stripped) and (
             input_tokens is None or input_tokens >= settings.skeleton_min_input_tokens):
         size = f"{input_tokens} tokens of history" if input_tokens is not None else "history of unknown size"
         findings.append(Finding("empty", f"the summary says there was nothing ({stripped[:60]!r}) over {size}; "
-                                "the summarizer got no messages, re-run compaction"))
+                                "the summarizer got no messages, re-run compaction", figures={"form": "placeholder"}))
         return findings
     if _headings_only(stripped):
         findings.append(Finding("empty", f"headings with nothing under them ({stripped[:60]!r}): the summary was cut "
@@ -775,7 +778,8 @@ def _short_history_failure(what: str, input_tokens: int, dropped: list, unheard:
         held.append(f"{len(dropped)} specific(s) ({', '.join(repr(x) for x in dropped[:5])})")
     if unheard:
         held.append(f"{len(unheard)} content words ({', '.join(repr(x) for x in unheard[:5])})")
-    figures = dict(figures, history_tokens=input_tokens, dropped_specifics=len(dropped), unshared_words=len(unheard))
+    figures = dict(figures, history_tokens=input_tokens, dropped_specifics=len(dropped), unshared_words=len(unheard),
+                   form="preamble")
     return Finding("empty", f"information-free ({what}) over a {input_tokens}-token history that held "
                    f"{' and '.join(held)}, none of which it carries: a reply or a tool call's preamble stored as "
                    "the summary, not a summary; re-run compaction", figures=figures)
@@ -888,7 +892,8 @@ def too_little(content: str, settings, view, input_tokens: Optional[int] = None,
     said = ", ".join(repr(w) for w in words) or "nothing"
     return [Finding("empty", f"information-free: it carries {n} content word(s) ({said}) and no identifier for the "
                     f"{input_tokens or seen}-token history it stands for: a reply or a tool call's preamble, not a "
-                    "summary; re-run compaction", figures={"content_words": n, "identifiers": 0, "history_tokens": seen})]
+                    "summary; re-run compaction", figures={"content_words": n, "identifiers": 0, "history_tokens": seen,
+                                                         "form": "preamble"})]
 
 
 def none_of_the_history(content: str, settings, view, input_tokens: Optional[int] = None,

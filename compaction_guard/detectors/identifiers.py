@@ -31,6 +31,7 @@ short summary may rightly keep few of a long history's identifiers.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Optional
 
@@ -156,12 +157,18 @@ _FIGURE_RE = re.compile(r"([-+\u2212]?\d+(?:[.,]\d+)?)\s?(ms|s|min|h|KB|MB|GB|TB
 _NUM_RE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 
 
+_LIST_BEFORE_RE = re.compile(r"((?:\d+(?:[.,]\d+)?\s*(?:,|、|\s[^\W\d]{1,5})\s*){1,12})$")
+
+
 class _Derivable:
     """Which figures a summary could have computed from its input (see the module doc): a
     figure equal, to its printed precision, to the sum or the mean of a run of the input's
-    figures in its unit (a total, a week's sum, an average), or a percentage equal to the ratio
-    of two of the input's numbers (a win rate: 7 of 12). The input's figures are read once and
-    only when asked; at most `limit` of each kind are used (the sums of runs are O(n^2))."""
+    figures in its unit (a total, a week's sum, an average), to the difference of two of them or of
+    such sums (how far a budget overshoots: `62 s` and `45 s` give `17 s`), or a percentage equal
+    to the ratio of two of the input's numbers (a win rate: 7 of 12). A list whose last number
+    carries the unit (`2, 4, 8 and 16 s`) gives its unit to every number of it. The input's figures
+    are read once and only when asked; at most `limit` of each kind are used (the sums of runs are
+    O(n^2))."""
 
     def __init__(self, input_text: str, limit: int = 400):
         self.text = input_text
@@ -170,15 +177,30 @@ class _Derivable:
 
     def _read(self) -> None:
         self._units = {}
-        for value, unit in _FIGURE_RE.findall(self.text):
+        for m in _FIGURE_RE.finditer(self.text):
+            value, unit = m.group(1), m.group(2)
             vals = self._units.setdefault(unit, [])
-            if len(vals) < self.limit:
-                vals.append(float(value.replace(",", ".").replace("\u2212", "-")))
+            if len(vals) >= self.limit:
+                continue
+            before = _LIST_BEFORE_RE.search(self.text, max(0, m.start() - 80), m.start())
+            if before:
+                vals += [float(x.replace(",", ".")) for x in _NUM_RE.findall(before.group(1))]
+            vals.append(float(value.replace(",", ".").replace("\u2212", "-")))
         self._numbers = []
         for m in _NUM_RE.finditer(self.text):
             if len(self._numbers) >= self.limit // 2:
                 break
             self._numbers.append(float(m.group(0).replace(",", ".")))
+        # per unit: its figures and the sums of their runs (up to 10 long), for the differences
+        self._bases = {}
+        for unit, vals in self._units.items():
+            base = set(vals)
+            for i in range(len(vals)):
+                total = 0.0
+                for j in range(i, min(len(vals), i + 10)):
+                    total += vals[j]
+                    base.add(round(total, 6))
+            self._bases[unit] = sorted(base)
 
     def __call__(self, ident: str) -> bool:
         m = _FIGURE_RE.fullmatch(ident)
@@ -196,6 +218,12 @@ class _Derivable:
                 total += vals[j]
                 if j > i and (abs(abs(total) - value) <= tol or abs(abs(total) / (j - i + 1) - value) <= tol):
                     return True
+        base = self._bases.get(unit)
+        if base and value > 0:
+            for a in base:          # the difference of two of them: b - a == value, b looked up sorted
+                k = bisect.bisect_left(base, a + value - tol)
+                if k < len(base) and base[k] <= a + value + tol:
+                    return True
         if unit == "%":
             nums = self._numbers
             for a in nums:
@@ -203,6 +231,55 @@ class _Derivable:
                     if b > 0 and a <= b and abs(100.0 * a / b - value) <= tol:
                         return True
         return False
+
+
+# A name of the history given a value: a code name (`syncJob.timeoutSeconds`, `MAX_ATTEMPTS`,
+# `replicaCount`; not a file, `store.py`, whose number is a line), then within a few characters with
+# no digit, bracket or sentence end between (`: `, ` = `, ` to `, ` auf `, `を`), a number.
+_NAME_RE = re.compile(r"(?<![A-Za-z0-9_./\\-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CODE_NAME_RE = re.compile(r"_|[a-z][A-Z]|\.[A-Za-z]")
+_FILE_NAME_RE = re.compile(r"\.[a-z0-9]{1,4}$")
+_GAP_RE = re.compile(r"[^\d\n()\[\]{}（）［］「」.;!?。！？]*")
+_VALUE_RE = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?![\d.])")
+
+
+def named_values(text: str, gap: int = 12, names: bool = False) -> dict:
+    """{code name (lowercased): the numbers the text gives it, at most `gap` characters after it} (with
+    `names`: {code name lowercased: as the text first wrote it})."""
+    out = {}
+    for m in _NAME_RE.finditer(text):
+        name = m.group(0)
+        if not _CODE_NAME_RE.search(name) or _FILE_NAME_RE.search(name):
+            continue
+        g = _GAP_RE.match(text, m.end(), m.end() + gap)
+        v = _VALUE_RE.match(text, g.end())
+        if v:
+            out.setdefault(name.lower(), (name, set()))[1].add(v.group(0))
+    return {k: vals for k, (_, vals) in out.items()} if not names else {k: n for k, (n, _) in out.items()}
+
+
+def changed_values(content: str, source: str, settings) -> list:
+    """`invented_ask` (a warning): the summary gives a code name of the history a value the history never
+    gives it (`raise syncJob.timeoutSeconds to 90` where the history only ever says 45): a request or a
+    decision nobody made, which the agent would then carry out."""
+    mine = named_values(content, settings.invented_ask_summary_gap)
+    if not mine:
+        return []
+    theirs = named_values(source, settings.invented_ask_history_gap)   # it may say more between
+    found = []
+    for name, values in mine.items():
+        known = theirs.get(name)
+        if not known:
+            continue
+        for v in sorted(values - known):
+            found.append((name, v, sorted(known)))
+    if not found:
+        return []
+    written = named_values(content, settings.invented_ask_summary_gap, names=True)
+    shown = "; ".join(f"{written.get(n, n)} {v} (the history only gives it {', '.join(k[:3])})" for n, v, k in found[:3])
+    return [Finding("invented_ask", f"the summary gives the history's names values nobody gave them: {shown}: a request "
+                    "or decision the history does not hold, which the agent would carry out; check it before going on",
+                    failure=False, figures={"changed": [[n, v, k[:5]] for n, v, k in found[:10]]})]
 
 
 def _claims(content: str, idents: list) -> list:
@@ -224,10 +301,9 @@ def _weights(view) -> dict:
 
 
 def detect(content: str, settings, input_text: Optional[str], view=None, measures: Optional[dict] = None,
-           summary_view=None, previous: Optional[str] = None) -> list:
+           summary_view=None) -> list:
     """`view`: the input's overlap.InputView, when the caller has one (its figures are shared).
-    `measures`, when given, receives the retention figure (None: the input has no key identifiers).
-    `previous`: the summary this one replaced; what it named is carried forward, not invented."""
+    `measures`, when given, receives the retention figure (None: the input has no key identifiers)."""
     if not input_text or len(content) < 8:
         return []
     out = []
@@ -237,9 +313,6 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
     mine = list(summary_view.identifiers(scan))
     derivable = _Derivable(input_text)
     invented = [i for i in _claims(content, mine) if not in_input(i) and not derivable(i)]
-    if invented and previous:
-        in_previous = Finder(InputView(previous), settings.identifiers_max_searches)
-        invented = [i for i in invented if not in_previous(i)]
     if len(invented) >= settings.identifiers_min_invented:
         shown = ", ".join(repr(i) for i in invented[:5]) + (f" and {len(invented) - 5} more" if len(invented) > 5 else "")
         # a failure when the summary invents many and most of what it names: the agent
@@ -250,6 +323,7 @@ def detect(content: str, settings, input_text: Optional[str], view=None, measure
                            f"nowhere in the history: {shown}" + ("; re-run compaction" if fail else ""), failure=fail,
                            figures={"invented": invented[:20], "invented_count": len(invented),
                                     "identifiers": len(mine)}))
+    out += changed_values(content, input_text, settings)
     weights = _weights(view)
     if measures is not None:
         measures["key_identifiers"] = len(weights)

@@ -47,8 +47,3 @@ def headers_of(out) -> dict:
     if out.observed:
         h["x-compaction-guard-observed"] = "would escalate: " + ",".join(out.observed)
     return h
-
-
-def error_body(proto: str, status: int, message: str) -> dict:
-    from . import anthropic, openai_chat
-    return (anthropic if proto == "anthropic" else openai_chat).error_body(status, message)

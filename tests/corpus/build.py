@@ -508,19 +508,32 @@ def build(seed: int = 20261130, base: str = "good.yaml") -> list:
         pass
 
     # ---------------------------------------------------------------- stale
+    # A summary stored again unchanged is stale when the history since the last compaction holds what it
+    # lacks: each of these histories ends with a turn that brings new specifics (no random draw: every
+    # other item stays as it was). The same summary after a turn that only restates it is good (below).
+    def news(i: int) -> str:
+        return (f"\nuser: one more thing since then: ticket NEW-{4100 + i} moved to 2026-12-{i % 28 + 1:02d}, "
+                f"keep the flag FEATURE_{i}_ENABLED=true.\nassistant: Noted: NEW-{4100 + i}, 2026-12-{i % 28 + 1:02d}, "
+                f"FEATURE_{i}_ENABLED=true.")
     for i, g in enumerate(goods):
         c = g["content"]
         if i % 2 == 0:
             add(id=f"stale/previous-{g['id']}", label="stale", form="seed", mechanism="previous-equals-content",
-                content=c, previous=c, input_text=transcript_for(c, rng), lang=g["lang"])
+                content=c, previous=c, input_text=transcript_for(c, rng) + news(i), lang=g["lang"])
         else:
             add(id=f"stale/previous-ws-{g['id']}", label="stale", form="real", mechanism="previous-equals-after-whitespace",
                 content=c, previous="  " + re.sub(r"\s+", lambda m: rng.choice([" ", "  ", "\n", "\t "]), c) + "\n",
-                input_text=history_for(g, rng), lang=g["lang"])
+                input_text=history_for(g, rng) + news(i), lang=g["lang"])
         if i % 3 == 0:
             other = rng.choice(goods)["content"]
             add(id=f"stale/dag-node-{g['id']}", label="stale", form="real", mechanism="dag-node-equals-earlier-node",
                 content=c, context=[other, re.sub(r"\n", "\n\n", c)], input_text=transcript_for(c, rng), lang=g["lang"])
+    for i, g in enumerate(goods):
+        if i % 4 == 0:      # stored again unchanged after a turn that restated it: the summary still (issue 58)
+            c = g["content"]
+            add(id=f"good/unchanged-{g['id']}", label="good", form="good", mechanism="unchanged-after-restating-turn",
+                content=c, previous=c, input_text=f"user: can you confirm where we stand?\nassistant: {c}",
+                lang=g["lang"])
     return samples
 
 

@@ -15,6 +15,17 @@ Sets, real data first (nobody on the project wrote their texts):
           summaries, loops, preambles, echoed prompts, skeletons, another language, empty
           ones, with the history each replaced and the agent's own counts; every good one
           valid, every broken one a failure;
+- claude-code/sessions, codex/sessions, gemini-cli/sessions, opencode/sessions: the same
+          agents through a six-turn working session with real tool calls, in English,
+          German and Japanese (tests/recordings/sessions/, real/collect_sessions.py): good
+          summaries long and short, with derived figures, stored again unchanged after a
+          turn that added nothing; cut off inside their structure, the newest work dropped,
+          preambles naming files, tool calls, reasoning then a line, the prompt echoed, error
+          text, refusals, a note, a request nobody made, a summary stored again after a turn
+          that added what it lacks; and SmolLM2's own answers through the agent. Every good
+          one valid, every broken one a failure named by its kind or form;
+- published-broken: broken summaries people published (real/published_broken.yaml),
+          verbatim with their source, without their history: each a failure, named;
 - model:  outputs of a real small model (SmolLM2-135M via xllamacpp) run as a
           summarizer (real/generate_model.py), labelled per kind by measured rules
           fixed before the detectors saw them (real/label_model.py);
@@ -103,8 +114,10 @@ TARGET_DRIFT_RECALL = 0.95
 TARGET_UNGROUNDED_RECALL = 0.95
 TARGET_CORE_RECALL = 1.0
 TARGET_HAND_REAL_RECALL = 0.90
-KINDS = FAILURE_KINDS + ("cut_off",)
-WARNING_KINDS = ("cut_off",)
+# `cut_off` is a warning, and a failure where a summary stops inside the structure it was asked for;
+# `invented_ask` (a request the history does not hold, attributed to the user) a warning
+WARNING_KINDS = ("cut_off", "invented_ask")
+KINDS = FAILURE_KINDS + tuple(k for k in WARNING_KINDS if k not in FAILURE_KINDS)
 # Warnings no set labels yet: how often each is raised, on all items and on the good ones
 # (the hand-written and human sets' good summaries are written by people: a warning there
 # is a false one).
@@ -521,10 +534,93 @@ def agent_items() -> list:
     return items
 
 
-def agents_caught(res: dict, st: str) -> tuple:
-    """(broken summaries, those that raised a failure, the missed ids) of an agent's set."""
-    rows = [v for (s, _label), v in res.get("must_fail", {}).items() if s == st]
+def agents_caught(res: dict, st: str, held: bool = False) -> tuple:
+    """(broken summaries, those that raised a failure, the missed ids) of an agent's set (`held`: those held
+    to every one caught: a real model's answers through the agent, `smollm2:` labels, are reported apart)."""
+    rows = [v for (s, label), v in res.get("must_fail", {}).items()
+            if s == st and not (held and label.startswith("smollm2:"))]
     return sum(v[0] for v in rows), sum(v[1] for v in rows), [i for v in rows for i in v[2]]
+
+
+# Broken summaries people published in the agents' and frameworks' issue trackers, verbatim with their
+# source (real/published_broken.yaml): each must raise a failure, named; they come without their history
+PUBLISHED_SET = "published-broken"
+
+
+def published_items() -> list:
+    """real/published_broken.yaml: the text as it was stored (or as the issue quotes what became the
+    summary), its form (a label of EXPECTED_NAME), its source; judged as a check of a store sees a
+    record without its history (and with the count before where the report gives it)."""
+    path = REAL / "published_broken.yaml"
+    items = []
+    for r in (yaml.safe_load(path.read_text(encoding="utf-8")) or []) if path.exists() else []:
+        truth = {k: None for k in KINDS}
+        kind = SESSION_LABEL_KINDS.get(r["label"])
+        if kind:
+            truth[kind] = True
+        items.append(Item(r["id"], PUBLISHED_SET, r.get("lang", "en"), r["text"], truth,
+                          input_tokens=r.get("tokens_before"), label=r["label"],
+                          must_fail=r["label"] not in WARNED_LABELS))
+    return items
+
+
+# Long working sessions of the same four agents (real/sessions.jsonl: six turns with real tool calls, in
+# English, German and Japanese, then a compaction; tests/recordings/sessions/, real/collect_sessions.py).
+SESSION_SETS = ("claude-code/sessions", "codex/sessions", "gemini-cli/sessions", "opencode/sessions")
+# Sets reported and not yet held to their targets (every broken summary caught and named, no good one
+# failed): held once the detectors for them are in.
+NOT_YET_HELD = ()
+# whether a broken summary's failure must name it (its kind or form): held with the detectors that name them
+NAMES_HELD = True
+# the kind (or the form a failure names, Finding.figures["form"]) each broken label must be reported as
+EXPECTED_NAME = {"cut-off": "cut_off", "newest-dropped": "coverage", "preamble": "preamble", "tool-call": "tool_call",
+                 "reasoning": "reasoning", "echo": "echo", "error": "error", "refusal": "refusal",
+                 "placeholder": "placeholder", "stale": "stale", "loop": "repetition", "language": "language_drift"}
+# labels held to a warning of their kind, not a failure: the summary may still be good otherwise
+WARNED_LABELS = {"invented-ask": "invented_ask"}
+SESSION_LABEL_KINDS = {"cut-off": "cut_off", "newest-dropped": "coverage", "stale": "stale", "preamble": "empty", "tool-call": "empty",
+                       "reasoning": "empty", "error": "empty", "refusal": "empty", "placeholder": "empty",
+                       "invented-ask": "invented_ask"}
+
+
+def session_items() -> list:
+    """What the four agents stored when they compacted long working sessions (real/sessions.jsonl): each
+    summary with the history it replaced, the summary before it and the agent's own counts, as a check
+    of the store sees it. A good summary (long, short, with figures derived from the history, or stored
+    again unchanged after a turn that added nothing it lacks) must raise no failure, and no cut_off
+    warning; every broken one a failure, of the kind its label names where one does, named
+    (EXPECTED_NAME); a request attributed to the user that the history does not hold, at least its
+    warning. SmolLM2's answers through the agent (`model`) are labelled by hand in
+    real/sessions_review.yaml (good, or the kinds that are wrong with them)."""
+    path = REAL / "sessions.jsonl"
+    review = {}
+    rpath = REAL / "sessions_review.yaml"
+    if rpath.exists():
+        review = yaml.safe_load(rpath.read_text(encoding="utf-8")) or {}
+    items = []
+    for r in map(json.loads, open(path, encoding="utf-8")) if path.exists() else ():
+        label = r["label"]
+        truth = {k: None for k in KINDS}
+        if label == "model":
+            got = review.get(r["id"])
+            if not got:
+                continue            # not reviewed: not judged
+            # (a real model's answer: reported, not held to every one caught: `smollm2:<form>`)
+            label = "good" if got.get("label") == "good" else "smollm2:" + got.get("label", "model")
+            if label == "good":
+                truth = {k: False for k in KINDS}
+            for k in got.get("kinds") or ():
+                truth[k] = True
+        elif label == "good":
+            truth = {k: False for k in KINDS}
+        elif label in SESSION_LABEL_KINDS:
+            truth[SESSION_LABEL_KINDS[label]] = True
+        st = ("gemini-cli" if r["agent"] == "gemini" else r["agent"]) + "/sessions"
+        items.append(Item(r["id"], st, r["lang"], r["summary"], truth, input_text=r["history"] or None,
+                          previous=r.get("previous"), context_before=r.get("context_before"),
+                          context_after=r.get("context_after"), context_source=r.get("counts_source") or "",
+                          label=label, must_fail=label not in ("good",) and label not in WARNED_LABELS))
+    return items
 
 
 # held to TARGET_EMPTY_RECALL (CI fails below it); the others are printed as not yet held
@@ -532,13 +628,13 @@ EMPTY_HELD = ("published-empty", "generated-empty", "generated-empty-2")
 EMPTY_SETS = ("published-empty", "generated-empty", "generated-empty/tokens", "generated-empty-2",
               "generated-empty-2/tokens")
 TARGET_EMPTY_RECALL = 0.95
-SETS = AGENT_SETS + ("model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
+SETS = AGENT_SETS + SESSION_SETS + (PUBLISHED_SET, "model", "openclaw", "gemma", "swapped", "pages", "human", "docs", "pairs", "grounding", "development", "held-out",
         "adversarial", "fresh") + EMPTY_SETS
 
 
 def all_items() -> list:
     models = model_items()
-    return agent_items() + models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
+    return agent_items() + session_items() + published_items() + models + model_items("openclaw") + model_items("gemma") + swapped_items(models) + page_items() \
         + human_items() + docs_items() + pair_items() + grounding_items() + hand_items() + empty_items()
 
 
@@ -554,7 +650,8 @@ def store_verdict(items: list, settings=DEFAULT):
 
 
 def guard_verdict(item: Item, settings=DEFAULT, background=None) -> tuple:
-    """(kinds reported, {kind: reason}); `background`: the store's word frequencies, if any."""
+    """(kinds reported, failures or warnings, {kind: reason}, the failure kinds, the forms the failures name);
+    `background`: the store's word frequencies, if any."""
     tracker = StaleTracker()
     for i, earlier in enumerate(item.context):
         tracker.detect(SummaryRecord(f"ctx{i}", earlier, stale_scope="dag"))
@@ -572,7 +669,8 @@ def guard_verdict(item: Item, settings=DEFAULT, background=None) -> tuple:
         if f.kind == "repetition" and f.figures.get("runs_to_end"):
             kinds.add("cut_off")        # a loop that runs to the end was cut off, and says why
             reasons.setdefault("cut_off", f.reason)
-    return kinds, reasons
+    forms = {f.figures["form"] for f in res.findings if f.failure and f.figures.get("form")}
+    return kinds, reasons, set(res.failures), forms
 
 
 def seed_verdict(item: Item) -> tuple:
@@ -580,7 +678,7 @@ def seed_verdict(item: Item) -> tuple:
     fails = seed_rules.validate_summary(item.content, input_tokens, item.previous)
     if item.context and item.content in item.context:
         fails.append("stale")
-    return set(fails), {}
+    return set(fails), {}, set(fails), set()
 
 
 def evaluate(items: list, verdict) -> dict:
@@ -593,21 +691,49 @@ def evaluate(items: list, verdict) -> dict:
     hand_real = [0, 0, []]
     noted = defaultdict(lambda: [0, 0, 0, 0, []])     # [(set, kind)]: items, with it, good, good with it, ids
     info_free = defaultdict(lambda: [0, 0, defaultdict(int), []])  # [(set, lang)]: items, failed, {kind: n}, missed ids
-    must_fail = defaultdict(lambda: [0, 0, [], defaultdict(int)])   # [(set, label)]: items, failed, missed ids, {kind: n}
+    # [(set, label)]: items, failed, missed ids, {kind: n}, named, ids failed but not named
+    must_fail = defaultdict(lambda: [0, 0, [], defaultdict(int), 0, []])
+    # [(set, lang)] of the agents' and published sets: good, good failed, broken, broken caught, named
+    by_lang = defaultdict(lambda: [0, 0, 0, 0, 0])
     for it in items:
-        got, why = verdict(it)
+        got, why, failed_kinds, forms = verdict(it)
         reasons[(it.set, it.id)] = why
         if it.must_fail:
             row = must_fail[(it.set, it.label)]
-            failed = sorted(k for k in got if k not in WARNING_KINDS)
+            failed = sorted(failed_kinds)
             row[0] += 1
             row[1] += int(bool(failed))
             row[3]["+".join(failed) or "none"] += 1
             if not failed:
                 row[2].append(it.id)
+            # named: the failure says what it is (the kind or the form its label expects)
+            want = EXPECTED_NAME.get(it.label.split(":")[-1])
+            named = bool(failed) and (want is None or want in failed_kinds or want in forms)
+            row[4] += int(named)
+            if failed and not named:
+                row[5].append(it.id)
+            if it.set in AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,):
+                b = by_lang[(it.set, it.lang)]
+                b[2] += 1
+                b[3] += int(bool(failed))
+                b[4] += int(named)
+        elif it.label in WARNED_LABELS:
+            row = must_fail[(it.set, it.label)]
+            kind = WARNED_LABELS[it.label]
+            row[0] += 1
+            row[1] += int(kind in got)
+            row[3]["+".join(sorted(k for k in got if k in failed_kinds or k == kind)) or "none"] += 1
+            row[4] += int(kind in got)
+            if kind not in got:
+                row[2].append(it.id)
+            if it.set in AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,):
+                b = by_lang[(it.set, it.lang)]
+                b[2] += 1
+                b[3] += int(kind in got)
+                b[4] += int(kind in got)
         if it.set in EMPTY_SETS:
             row = info_free[(it.set, it.lang)]
-            failed = sorted(k for k in got if k not in WARNING_KINDS)
+            failed = sorted(failed_kinds)
             row[0] += 1
             row[1] += int(bool(failed))
             row[2][failed[0] if len(failed) == 1 else "+".join(failed) if failed else "none"] += 1
@@ -624,7 +750,9 @@ def evaluate(items: list, verdict) -> dict:
                 n[4].append(it.id)
         # a good item: no failure it has; a false alarm there: a failure of a kind it is
         # labelled free of (a kind left unlabelled, as ambiguous, is not counted)
-        failures = {k for k in got if k not in WARNING_KINDS and it.truth.get(k) is False}
+        # (a cut_off failure, on text not labelled for it either way, is a false one: an excerpt ends where it
+        # was cut, a summary's failure is to stop inside the structure it was asked for)
+        failures = {k for k in failed_kinds if it.truth.get(k) is False or (k == "cut_off" and it.truth.get(k) is None)}
         if it.label in ("", "good") and not any(v for k, v in it.truth.items() if k not in WARNING_KINDS):
             g = good[(it.set, it.lang)]
             g[0] += 1
@@ -632,6 +760,10 @@ def evaluate(items: list, verdict) -> dict:
                 g[1] += 1
                 g[2].append(it.id)
                 alarm_kinds[it.set].update(failures)
+            if it.set in AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,):
+                b = by_lang[(it.set, it.lang)]
+                b[0] += 1
+                b[1] += int(bool(failures))
         for kind, t in it.truth.items():
             if t is None:
                 continue
@@ -654,7 +786,7 @@ def evaluate(items: list, verdict) -> dict:
                     c["fa"] += 1
                     c["fa_ids"].append(it.id)
     return {"cells": cells, "good": good, "core": core, "hand_real": hand_real, "reasons": reasons, "noted": noted,
-            "info_free": info_free, "alarm_kinds": alarm_kinds, "must_fail": must_fail}
+            "info_free": info_free, "alarm_kinds": alarm_kinds, "must_fail": must_fail, "by_lang": by_lang}
 
 
 def info_free_report(res: dict) -> str:
@@ -680,21 +812,32 @@ def info_free_report(res: dict) -> str:
 
 
 def agents_report(res: dict) -> str:
-    """The agents' sets: per agent, good summaries failed, and each kind of broken one caught."""
-    if not any(s in AGENT_SETS for (s, _l) in res.get("must_fail", {})) and \
-            not any(s in AGENT_SETS for (s, _l) in res["good"]):
+    """The agents' sets, short sessions and long, and the published broken summaries: per agent, good
+    summaries failed, and each label of broken one caught (any failure) and named (its kind or form);
+    then per set and language."""
+    sets = AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,)
+    if not any(s in sets for (s, _l) in res.get("must_fail", {})) and not any(s in sets for (s, _l) in res["good"]):
         return ""
-    lines = ["\nwhat real agents stored: every good summary valid, every broken one a failure (any kind)",
-             f"  {'agent':<13}{'good failed':>12}  {'label':<11}{'caught':>9}   kinds reported"]
-    for st in AGENT_SETS:
+    lines = ["\nwhat real agents stored: every good summary valid, every broken one a failure (any kind), named",
+             f"  {'set':<21}{'good failed':>12}  {'label':<15}{'caught':>8}{'named':>7}   kinds reported"]
+    for st in sets:
         gn = sum(v[0] for (s, _l), v in res["good"].items() if s == st)
         ga = sum(v[1] for (s, _l), v in res["good"].items() if s == st)
+        if not gn and not any(s == st for (s, _l) in res.get("must_fail", {})):
+            continue
         ids = [i for (s, _l), v in res["good"].items() if s == st for i in v[2]]
-        lines.append(f"  {st:<13}{f'{ga}/{gn}':>12}  {'':<11}{'':>9}   {_ids(ids, 3)}")
+        lines.append(f"  {st:<21}{f'{ga}/{gn}':>12}  {'':<15}{'':>8}{'':>7}   {_ids(ids, 3)}")
         for (s, label), r in sorted(res.get("must_fail", {}).items()):
             if s == st:
                 kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[3].items(), key=lambda kv: -kv[1]))
-                lines.append(f"  {'':<13}{'':>12}  {label:<11}{f'{r[1]}/{r[0]}':>9}   {kinds}  {_ids(r[2], 3)}")
+                lines.append(f"  {'':<21}{'':>12}  {label:<15}{f'{r[1]}/{r[0]}':>8}{f'{r[4]}/{r[0]}':>7}   {kinds}  "
+                             f"{_ids(r[2] + r[5], 3)}")
+    rows = res.get("by_lang") or {}
+    if rows:
+        lines += ["\n  per set and language: good summaries failed; broken ones caught, named",
+                  f"  {'set':<21}{'lang':<6}{'good failed':>12}{'broken caught':>15}{'named':>8}"]
+        for (st, lang), v in sorted(rows.items(), key=lambda kv: (sets.index(kv[0][0]), kv[0][1])):
+            lines.append(f"  {st:<21}{lang:<6}{f'{v[1]}/{v[0]}':>12}{f'{v[3]}/{v[2]}':>15}{f'{v[4]}/{v[2]}':>8}")
     return "\n".join(lines)
 
 
@@ -790,7 +933,11 @@ def targets_missed(res: dict) -> list:
         if st in ("human", "docs") and alarmed:
             problems.append(f"{st}/{lang}: {alarmed} false alarm(s) ({_ids(ids, 3)})")
     for st in SETS:
+        if st in NOT_YET_HELD:
+            continue
         for kind in FAILURE_KINDS:
+            if kind in WARNING_KINDS:       # (its cells count its warnings too: its failures are in `good`)
+                continue
             c = _sum(cells, lambda s, lang, k: s == st and k == kind)
             if c["neg"] and c["fa"] / c["neg"] > TARGET_FALSE_ALARMS and (st, kind) not in NOT_HELD:
                 problems.append(f"{st}/{kind}: false alarms {c['fa']}/{c['neg']} above 0.5%")
@@ -807,10 +954,19 @@ def targets_missed(res: dict) -> list:
         n, failed = info_free_recall(res, st)
         if n and failed / n < TARGET_EMPTY_RECALL and st in EMPTY_HELD:
             problems.append(f"{st}: {failed}/{n} raised a failure, below {TARGET_EMPTY_RECALL:.0%}")
-    for st in AGENT_SETS:        # every broken summary a real agent stored is caught
-        n, failed, missed = agents_caught(res, st)
+    for st in AGENT_SETS + SESSION_SETS + (PUBLISHED_SET,):   # every broken summary caught, and named
+        if st in NOT_YET_HELD:
+            continue
+        n, failed, missed = agents_caught(res, st, held=True)
         if failed < n:
             problems.append(f"{st}: {n - failed} of {n} broken summaries raised no failure ({_ids(missed, 3)})")
+        rows = [v for (s, label), v in res.get("must_fail", {}).items() if s == st and not label.startswith("smollm2:")]
+        unnamed = [i for v in rows for i in v[5]]
+        if unnamed and NAMES_HELD:
+            problems.append(f"{st}: {len(unnamed)} broken summaries caught but not named ({_ids(unnamed, 3)})")
+    for (st, lang), (n, alarmed, ids) in good.items():
+        if st in SESSION_SETS and alarmed and st not in NOT_YET_HELD:
+            problems.append(f"{st}/{lang}: {alarmed} good summaries failed ({_ids(ids, 3)})")
     core, hr = res["core"], res["hand_real"]
     if core[0] and core[1] / core[0] < TARGET_CORE_RECALL:
         problems.append(f"core forms: recall {core[1]}/{core[0]} below 100%")
@@ -883,6 +1039,15 @@ def main(argv=None) -> int:
                 pending += 1
                 say(f"\nnot yet held: {st}/{kind} recall {c['hit']}/{c['pos']} "
                       f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
+    real = [(label, v) for (s, label), v in res.get("must_fail", {}).items() if s in SESSION_SETS
+            and label.startswith("smollm2:")]
+    if real:
+        n, caught = sum(v[0] for _, v in real), sum(v[1] for _, v in real)
+        named = sum(v[4] for _, v in real)
+        missed = [i for _, v in real for i in v[2]]
+        say(f"\nSmolLM2's own answers through the four agents (real/sessions_review.yaml): {caught}/{n} broken ones "
+            f"raised a failure, {named} named as labelled" + (f"; missed: {_ids(missed, 5)}" if missed else "") +
+            " (reported, not held: a real model's answer has no form chosen for it)")
     for st in EMPTY_SETS:
         n, failed = info_free_recall(res, st)
         if n and failed / n < TARGET_EMPTY_RECALL and st not in EMPTY_HELD:

@@ -527,15 +527,20 @@ def gemini_case(root: Path, case: str, spec: dict, ids: set) -> list:
     recs = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     state, found, last_tokens = [], [], None
     snapshots = []            # state after each record: (record index, list copy, last tokens)
+    seen_ids = set()
     for i, d in enumerate(recs):
         if "$set" in d:
             msgs = d["$set"].get("messages")
             if isinstance(msgs, list):
                 k = gem_compression(msgs)
-                if k is not None:
+                # a --resume after a compression loads the summary pair again, under the ids it already had:
+                # only a pair with a new id is a compression
+                if k is not None and msgs[k].get("id") not in seen_ids:
                     found.append((i, gem_text(msgs[k]), list(state), last_tokens))
                 state = list(msgs)
+                seen_ids.update(m.get("id") for m in msgs)
         elif d.get("type") in ("user", "gemini"):
+            seen_ids.add(d.get("id"))
             j = next((n for n, m in enumerate(state) if m.get("id") == d.get("id")), None)
             if j is None:
                 state.append(d)
