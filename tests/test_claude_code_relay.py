@@ -63,6 +63,13 @@ def stored(entry: dict) -> str:
     return summary_text(entry)
 
 
+def hook_said(cfg: Path) -> list:
+    """The sessions' verdicts the guard's state holds (the hook's and the relay's)."""
+    import yaml
+    state = yaml.safe_load((cfg / "compaction-guard" / "state.yaml").read_text())
+    return [v for v in (state.get("sessions") or {}).values() if isinstance(v, dict)]
+
+
 def session(tmp_path, upstream, *flags, **extra):
     cfg, work = tmp_path / "claude", tmp_path / "work"
     cfg.mkdir()
@@ -121,6 +128,8 @@ def test_degenerate_compactions_leave_the_guards_summary_in_the_transcript(tmp_p
     with ScriptedAnthropic(summaries=script, input_tokens=tokens) as up:
         # four L3s in a row would open the circuit breaker (the upstream skipped for a while): not here
         cfg, work, srv, env = session(tmp_path, up, "--set", "breaker_threshold=10", **extra)
+        # the guard's hooks beside the relay: a summary the relay wrote is not warned about
+        assert guard("install", "claude-code", env=env).returncode == 0
         try:
             sid = run(binary, work, env, "Keep deploy ticket OPS-4411 and branch release/2.7 in mind. Here is the "
                       "incident log:\n" + incident_log(3000 if trigger == "auto" else 6000))["session_id"]
@@ -150,6 +159,10 @@ def test_degenerate_compactions_leave_the_guards_summary_in_the_transcript(tmp_p
         assert "1. Primary Request and Intent:" in text and "OPS-4411" in text
         assert PREAMBLE not in text and "I said I would check it. The user asked" not in text
     assert log.count("answered at L3") == len(l3), log
+    # the PostCompact hook knew each of them as the guard's own: no warning reached the model
+    told = [json.dumps(r["body"]) for r in up.requests if "failed its check" in json.dumps(r["body"])]
+    assert not told, [t[t.index("failed its check"):][:200] for t in told]
+    assert hook_said(cfg) == [] or all(not v.get("failures") for v in hook_said(cfg))
     # a plain check passes them: the guard's own L3 (serve kept a key of each answer) is level usage,
     # counted as a fallback's, and no failure
     check = guard("--agent", "claude-code", "--check", "--format", "json", env=env)

@@ -127,6 +127,20 @@ def last_request(history: str) -> str:
     return asks[-1][:300] if asks else ""
 
 
+def know_own_answer(layout, settings, record, state=None) -> None:
+    """Mark `record` as the guard's own L3 answer when it is one (serve answered the compaction and
+    the agent stored that answer: own_answers.Matcher against the state's keys), so that its L3
+    note is no failure and the agent is not warned about a summary the guard itself wrote. Only a
+    summary holding the note costs a read of the state."""
+    from ..own_answers import NAME, Matcher
+    if NAME not in (getattr(record, "content", None) or ""):
+        return
+    if state is None:
+        from ..state import StateStore, state_path
+        state = StateStore(state_path(layout), settings).read()
+    record.own_answer = Matcher(state)(record.content)
+
+
 def record_verdict(layout, settings, key: str, entry: dict, record=None, result=None) -> None:
     """A compaction the hook judged: the session's verdict (`entry`, under `key`) in the state,
     and, when `record` is the stored summary (its `key` its identity in the count ledger),

@@ -82,14 +82,20 @@ def _post_compact(layout, session: str, data: dict, transcript, settings) -> str
     if not isinstance(raw, str):
         return ""
     summary = store.strip_analysis(raw)
-    history, previous = ("", None)
+    history, previous, used = ("", None, None)
     if isinstance(transcript, str) and Path(transcript).is_file():
-        history, previous = store.history_since_boundary(Path(transcript), settings.max_input_chars)
+        history, previous, used = store.history_since_boundary(Path(transcript), settings.max_input_chars, True)
+    # sized against Claude Code's own count of its context (system prompt and tools included, as
+    # its preTokens are), not the visible history alone: a summary of a short history may still
+    # shrink a context of thousands of tokens
     rec = SummaryRecord(f"postcompact@{now_iso()}", summary, store.KIND, input_text=history or None,
-                        previous=previous, stale_scope=None, meta={"session": session, "trigger": data.get("trigger")})
+                        previous=previous, stale_scope=None, context_before=used,
+                        context_source="Claude Code's own count of its context on its last turn" if used else "",
+                        meta={"session": session, "trigger": data.get("trigger")})
     # counted once under the identity a check of the transcript knows it by too (its entry's
     # uuid is not written yet): the session and the text
     rec.key = store.hook_key(session, summary)
+    hookkit.know_own_answer(layout, settings, rec)     # serve (the relay) wrote it: not warned about
     result = check_record(rec, settings)
     # ids and figures only: the reason, the dropped identifiers and the user's request are
     # read again from the transcript when the warning is given, never kept in the state

@@ -130,10 +130,11 @@ def _is_boundary(d: dict) -> bool:
     return d.get("type") == "system" and d.get("subtype") == "compact_boundary"
 
 
-def history_since_boundary(path: Path, max_chars: int = 200_000) -> tuple:
+def history_since_boundary(path: Path, max_chars: int = 200_000, with_context: bool = False) -> tuple:
     """(text of the conversation since the last compaction boundary, the last stored
-    summary or None) of a transcript as it is now: what a compaction happening now replaces."""
-    parts, previous = [], None
+    summary or None) of a transcript as it is now: what a compaction happening now replaces;
+    `with_context`: and Claude Code's own count of its context on its last turn (or None)."""
+    parts, previous, used = [], None, None
     with open_store(path) as fh:
         for _, _, d in json_lines(fh, 0):
             if d is None:
@@ -144,7 +145,19 @@ def history_since_boundary(path: Path, max_chars: int = 200_000) -> tuple:
                 previous = summary_text(d)
             elif (t := entry_text(d)):
                 parts.append(t)
-    return keep_tail(parts, max_chars), previous
+                if with_context and d.get("type") == "assistant":
+                    used = context_of(d) or used
+    return (keep_tail(parts, max_chars), previous) + ((used,) if with_context else ())
+
+
+def context_of(d: dict):
+    """The tokens of context an assistant entry's API call reported (its usage: input, cache
+    written and cache read): Claude Code's own count, system prompt and tools included."""
+    msg = d.get("message") if isinstance(d.get("message"), dict) else {}
+    usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+    n = sum(v for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+            if isinstance(v := usage.get(k), int) and not isinstance(v, bool))
+    return n or None
 
 
 class TranscriptSource(SessionFileSource):

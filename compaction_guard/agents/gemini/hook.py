@@ -149,6 +149,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
         if isinstance(before, dict) and before.get("id") == last.id and before.get("transcript"):
             return ""               # judged already by this hook (a resume reloaded it); a check's verdict
             #                         alone (no transcript) has told the model nothing yet
+        hookkit.know_own_answer(layout, settings, last, state)    # serve (the relay) wrote it: not warned about
         result = check_record(last, settings)
         # counted once (the next check of the sessions does not count it again)
         count_once(states, state, last, result, settings, layout.agent)

@@ -72,17 +72,14 @@ def note_text(failures: list, db) -> str:
 
 def _judge(layout, session: str, message: str, settings) -> str:
     from ...check import check_record
-    from ...own_answers import NAME, Matcher
-    from ...state import StateStore, now_iso, state_path
+    from ...state import now_iso
     from . import store
     src, rec = _find(layout, message, settings)
     if rec is None:
         hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
         return ""
     rec.key = src.count_key(rec)
-    if NAME in (rec.content or ""):
-        # the guard's own L3 answer (serve as opencode's compaction model): its note is no failure
-        rec.own_answer = Matcher(StateStore(state_path(layout), settings).read())(rec.content)
+    hookkit.know_own_answer(layout, settings, rec)     # serve as opencode's compaction model answered it
     result = check_record(rec, settings)
     failures = list(result.failures)
     entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
