@@ -358,7 +358,7 @@ def run(argv=None) -> int:
         if args.format == "prometheus":
             sys.stdout.write(render.report_prometheus(reps))
         else:
-            doc = reps[0] if len(reps) == 1 else {"agents": reps}
+            doc = operations.report_over(reps)
             _out(args, doc, lambda: "".join(render.report_text(rep) for rep in reps)
                  + (f"  HTML report written to {args.html}\n" if args.html else ""))
         return 0

@@ -130,7 +130,7 @@ table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px
 .cards {{ display: flex; gap: 12px; }} .card {{ flex: 1; border: 1px solid #e5e7eb; border-radius: 6px; padding: 10px; }}
 .card b {{ display: block; font-size: 20px; }}
 </style></head><body>
-<h1>Compaction Resilience Report</h1>
+<h1>Compaction Resilience Report{escape(_agent_of(rep))}</h1>
 <div class="muted">State: {escape(rep['state_file'])} · last check {escape(str(rep.get('last_check_at') or 'never'))}</div>
 <p class="status {escape(status['status'])}">Status: {escape(status['status'])}{escape(_affected(status))}</p>
 <div class="cards">
@@ -157,6 +157,11 @@ opened {cb.get('opened', 0)} time(s); {cb.get('skipped_chains', 0)} chain(s) ski
 <p class="muted">compaction-resilience-guard · generated from the guard's state; nothing on this page comes from the network.</p>
 </body></html>
 """
+
+
+def _agent_of(rep: dict) -> str:
+    from .render import _for_agent
+    return _for_agent(rep)
 
 
 def _affected(status: dict) -> str:

@@ -530,7 +530,8 @@ def with_state(pairs: list) -> list:
 
 def status_machine(pairs: list, settings_of: Callable) -> dict:
     """`status` of each agent with a state (with_state), each doc naming its `agent`; one doc
-    when one agent, else {"status": the worst, "agents": [...]}."""
+    when one agent, else the seed's keys over every agent (the worst status, counts summed,
+    shares over the sums) with each agent's doc in `agents`."""
     docs = [dict(status(lay, settings_of(lay)), agent=a.name) for a, lay in with_state(pairs)]
     if len(docs) == 1:
         return docs[0]
@@ -539,7 +540,103 @@ def status_machine(pairs: list, settings_of: Callable) -> dict:
                       key=lambda a: (str(a["since"]), a["session"]))
     doc = degraded_doc(affected)
     doc["sessions_affected"] = sum(d["sessions_affected"] for d in docs)     # each agent's first 20 listed
-    return {"status": worst, **doc, "agents": docs}
+    usage, stored = _sum_key(docs, "level_usage"), _sum_key(docs, "stored_summaries")
+    runs, written = sum(usage.values()), sum(stored.values())
+    return {"state_file": None, "state_files": [d["state_file"] for d in docs],
+            "last_check_at": max((d["last_check_at"] for d in docs if d["last_check_at"]), default=None),
+            "status": worst,
+            "failed_since_check": sorted((dict(f, agent=d["agent"]) for d in docs for f in d["failed_since_check"]),
+                                         key=lambda f: str(f["at"]), reverse=True)[:20],
+            **doc,
+            "layout": "; ".join(f"{d['agent']}: {d['layout']}" for d in docs),
+            "nothing_found": None,
+            "summaries_checked": sum(d["summaries_checked"] for d in docs),
+            "failures_found": sum(d["failures_found"] for d in docs),
+            "failures_by_kind": _sum_key(docs, "failures_by_kind"),
+            "level_usage": usage,
+            "l3_share": round(usage.get("l3_deterministic", 0) / runs, 4) if runs else 0.0,
+            "stored_summaries": stored,
+            "fallback_share": round(stored.get("by_fallback", 0) / written, 4) if written else 0.0,
+            "circuit_open_until": max((d["circuit_open_until"] for d in docs if d["circuit_open_until"]), default=None),
+            "agents": docs}
+
+
+def _sum_key(docs: list, key: str) -> dict:
+    """A dict of counts summed over `docs` (key by key)."""
+    out = {}
+    for d in docs:
+        for k, v in (d.get(key) or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def _sum_nested(values: list) -> dict:
+    """Dicts of counts (or of dicts of counts) summed."""
+    out = {}
+    for d in values:
+        for k, v in (d or {}).items():
+            if isinstance(v, dict):
+                out[k] = _sum_nested([out.get(k) or {}, v])
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def report_over(reps: list, settings: Settings = DEFAULT, recent: int = 10) -> dict:
+    """Several agents' reports as one: the seed's keys at the top, over every agent (counts
+    summed, shares and the L3 warning over the sums, the newest failures and sessions of any
+    agent, each naming it), and each agent's report in `agents`. One report is itself."""
+    if len(reps) == 1:
+        return reps[0]
+    usage, stored = _sum_key(reps, "level_usage"), _sum_key(reps, "stored_summaries")
+    total, stored_total = sum(usage.values()), sum(stored.values())
+    share = {k: round(usage.get(k, 0) / total, 4) if total else 0.0 for k in LEVEL_KEYS}
+    fallback = stored.get("by_fallback", 0) / stored_total if stored_total else 0.0
+    days = {}
+    for r in reps:
+        for day in r["daily"]:
+            into = days.setdefault(day["date"], {"date": day["date"]})
+            for k, v in day.items():
+                if k == "failures":
+                    into["failures"] = _sum_nested([into.get("failures") or {}, v])
+                elif k != "date":
+                    into[k] = into.get(k, 0) + v
+    checks = [dict(r["last_check"], agent=r["agent"]) for r in reps if r.get("last_check")]
+    breakers = [r["circuit_breaker"] for r in reps]
+    return {
+        "state_file": None, "state_files": [r["state_file"] for r in reps],
+        "since": reps[0]["since"],
+        "last_check_at": max((r["last_check_at"] for r in reps if r["last_check_at"]), default=None),
+        "level_usage": usage,
+        "level_share": share,
+        "total_compactions": total,
+        "stored_summaries": stored,
+        "stored_total": stored_total,
+        "fallback_share": round(fallback, 4),
+        "l3_warning": _l3_warning(stored_total, fallback, total, share["l3_deterministic"], settings),
+        "failures_by_kind": dict(sorted(_sum_key(reps, "failures_by_kind").items(), key=lambda kv: -kv[1])),
+        "failures_by_source": _sum_nested([r["failures_by_source"] for r in reps]),
+        "failures_total": sum(r["failures_total"] for r in reps),
+        "recent_failures": sorted((dict(f, agent=r["agent"]) for r in reps for f in r["recent_failures"]),
+                                  key=lambda f: str(f.get("detected_at")), reverse=True)[:recent],
+        "daily": [days[k] for k in sorted(days)],
+        "checks": sum(r["checks"] for r in reps),
+        "chain_runs": sum(r["chain_runs"] for r in reps),
+        "totals": _sum_nested([r["totals"] for r in reps]),
+        "last_check": max(checks, key=lambda c: str(c.get("at"))) if checks else None,
+        "circuit_breaker": {
+            "open_until": max((b["open_until"] for b in breakers if b["open_until"]), default=None),
+            "consecutive_l3": max(b["consecutive_l3"] for b in breakers),
+            "threshold": settings.breaker_threshold, "cooldown_seconds": settings.breaker_cooldown_seconds,
+            "opened": sum(b["opened"] for b in breakers), "skipped_chains": sum(b["skipped_chains"] for b in breakers),
+            "recent_events": sorted((e for b in breakers for e in b["recent_events"]),
+                                    key=lambda e: str(e.get("at")), reverse=True)[:5]},
+        "failed_sessions": sorted((dict(f, agent=r["agent"]) for r in reps for f in r["failed_sessions"]),
+                                  key=lambda x: str(x["at"]), reverse=True)[:recent],
+        "sessions_affected": sum(r["sessions_affected"] for r in reps),
+        "agents": reps,
+    }
 
 
 def report_machine(pairs: list, settings_of: Callable, since: Optional[str] = None) -> list:

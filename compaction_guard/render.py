@@ -271,11 +271,23 @@ def _daily_chart(daily: list, width: int = 40) -> list:
     return out
 
 
+def _for_agent(doc: dict) -> str:
+    """' for <agent>' when the document names its agent (several agents' reports, one block each)."""
+    name = doc.get("agent")
+    if not name:
+        return ""
+    from . import agents
+    try:
+        return f" for {agents.get(name).title}"
+    except Exception:       # noqa: BLE001 - an agent this version does not know: its name as it is
+        return f" for {name}"
+
+
 def report_text(rep: dict) -> str:
     total = rep["total_compactions"]
     head = f"since {rep['since']}" if rep.get("since") else "all time"
     stored, stored_total = rep["stored_summaries"], rep["stored_total"]
-    out = ["Compaction Resilience Report", "-" * 60, f"  State: {rep['state_file']}",
+    out = [f"Compaction Resilience Report{_for_agent(rep)}", "-" * 60, f"  State: {rep['state_file']}",
            f"  Last check: {rep['last_check_at'] or 'never'}",
            f"  Summaries found in the stores ({head}, each counted once): {stored_total}"]
     for k, name in (("by_model", "written by the model"), ("by_fallback", "written by a fallback")):

@@ -156,6 +156,46 @@ def test_status_and_report_cover_every_agent_with_a_state(tmp_path):
     assert one["agent"] == "claude-code" and "agents" not in one
 
 
+# the keys of one agent's report and status (the seed's documents): a script written against
+# them reads the same keys, over every agent, the day a second agent is installed
+SEED_REPORT = ("since", "last_check_at", "level_usage", "level_share", "total_compactions", "stored_summaries",
+               "stored_total", "fallback_share", "l3_warning", "failures_by_kind", "failures_by_source",
+               "failures_total", "recent_failures", "daily", "checks", "chain_runs", "totals", "last_check",
+               "circuit_breaker")
+SEED_STATUS = ("last_check_at", "status", "summaries_checked", "failures_found", "failures_by_kind", "level_usage",
+               "l3_share", "stored_summaries", "fallback_share", "circuit_open_until")
+
+
+def test_with_two_agents_the_seeds_keys_stay_at_the_top_over_both(tmp_path):
+    home = machine(tmp_path, openclaw=False, gemini=False, opencode=False)      # Claude Code and Codex
+    guard(home, "--check")
+    one = {a: json.loads(guard(home, "--agent", a, "--report", "--format", "json").stdout)
+           for a in ("claude-code", "codex")}
+    rep = json.loads(guard(home, "--report", "--format", "json").stdout)
+    assert set(SEED_REPORT) <= set(one["codex"]) and set(SEED_REPORT) <= set(rep)
+    assert [r["agent"] for r in rep["agents"]] == ["claude-code", "codex"]
+    for key in ("stored_total", "failures_total", "checks", "total_compactions"):
+        assert rep[key] == sum(one[a][key] for a in one), key
+    for kind, n in rep["failures_by_kind"].items():
+        assert n == sum(one[a]["failures_by_kind"].get(kind, 0) for a in one)
+    assert rep["stored_summaries"] == {k: sum(one[a]["stored_summaries"][k] for a in one)
+                                       for k in one["codex"]["stored_summaries"]}
+    assert rep["fallback_share"] == round(rep["stored_summaries"]["by_fallback"] / rep["stored_total"], 4)
+    ones = {a: json.loads(guard(home, "--agent", a, "--status", "--format", "json").stdout) for a in one}
+    st = json.loads(guard(home, "--status", "--format", "json").stdout)
+    assert set(SEED_STATUS) <= set(ones["codex"]) and set(SEED_STATUS) <= set(st)
+    assert st["summaries_checked"] == sum(ones[a]["summaries_checked"] for a in ones)
+    assert st["failures_found"] == sum(ones[a]["failures_found"] for a in ones)
+    assert st["status"] == "DEGRADED" and [d["agent"] for d in st["agents"]] == ["claude-code", "codex"]
+    # the text and HTML reports say which agent each block is
+    text = guard(home, "--report").stdout
+    assert "Compaction Resilience Report for Claude Code" in text and "Compaction Resilience Report for Codex" in text
+    html = tmp_path / "r.html"
+    assert guard(home, "--report", "--html", html).returncode == 0
+    page = html.read_text(encoding="utf-8")
+    assert "Report for Claude Code</h1>" in page and "Report for Codex</h1>" in page
+
+
 def test_check_file_is_recorded_in_the_state_of_the_agent_whose_store_it_is(tmp_path):
     home = tmp_path / "user"
     home.mkdir()
