@@ -213,7 +213,7 @@ def fold_sources(by_source: dict, limit: int) -> dict:
 
 class StateStore:
     """Reads and atomically updates one state file. An update that records verdicts (the
-    `_verdicts` its recorders add: verdicts.py) hands them to telemetry.publish once the state
+    `_verdicts` its recorders add: verdicts.py) hands them to spool.publish once the state
     is written, with the state's `agent` (`agent` names it for a state that does not yet)."""
 
     def __init__(self, path: Path, settings, warn=None, agent: Optional[str] = None):
@@ -316,8 +316,8 @@ class StateStore:
         for step in done:
             step()
         if verdicts:
-            from . import telemetry
-            telemetry.publish(self.path.parent, state.get("agent") or self.agent, verdicts, self.settings)
+            from . import spool
+            spool.publish(self.path.parent, state.get("agent") or self.agent, verdicts, self.settings)
 
     def _sweep(self) -> None:
         """Remove the temporary files of writes that never finished (a writer killed between
@@ -460,7 +460,7 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
                                                if getattr(a, "request", None) and a.request.get("adjustment") else {})}
                      for a in result.attempts],
     })
-    from .verdicts import chain_event
+    from .events import chain_event
     state.setdefault("_verdicts", []).append(chain_event(result, via))
     for a in result.attempts:
         for kind in a.failures:
