@@ -1,5 +1,5 @@
 """What sending verdicts to a team's telemetry costs, and why the guard does not use the
-OpenTelemetry SDK for it (ARCHITECTURE.md, dependencies).
+OpenTelemetry SDK for it (docs/dependencies.md).
 
     python3 benchmarks/bench_telemetry.py                       # the guard's own exporter
     python3 benchmarks/bench_telemetry.py --sdk-python PY       # also the SDK, installed for PY:

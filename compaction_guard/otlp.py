@@ -5,7 +5,7 @@ sends, and one bounded POST.
 
 Standard library only, and imported only where there is a verdict to send (the telemetry
 worker, `telemetry.py`): an agent's hook never pays for it on its ordinary path, and its
-compaction path only writes the verdicts down (ARCHITECTURE.md, dependencies, says why this
+compaction path only writes the verdicts down (docs/dependencies.md says why this
 is not the SDK).
 
 Variables (each signal's own form first, then the general one):
