@@ -316,7 +316,7 @@ def test_a_compaction_the_upstream_hangs_on_is_answered_at_l3_in_time(relay):
     assert text.startswith("<summary>") and "1. Primary Request and Intent:" in text and "OPS-4411" in text
 
 
-def test_a_body_that_never_finishes_is_a_timeout_and_nothing_goes_upstream(relay):
+def test_a_body_that_never_finishes_is_a_timeout_and_no_whole_request_goes_upstream(relay):
     up, srv = relay(dataclasses.replace(QUICK, serve_body_timeout_seconds=1.0))
     seen = len(up.seen)
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
@@ -325,4 +325,30 @@ def test_a_body_that_never_finishes_is_a_timeout_and_nothing_goes_upstream(relay
     while b"\r\n\r\n" not in answer:
         answer += s.recv(65536)
     s.close()
-    assert answer.startswith(b"HTTP/1.1 408") and len(up.seen) == seen
+    assert answer.startswith(b"HTTP/1.1 408")
+    # a body in pieces goes upstream as it comes: the upstream saw its start, cut off, never a whole request
+    assert all(len(x["body"]) < 100 for x in up.seen[seen:])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_compaction_body_in_pieces_is_asked_upstream_once_as_it_comes(relay, stream):
+    """A body that arrives in pieces goes upstream as it comes; when it is the agent's compaction,
+    that request is its L1: its answer is held and checked, and not asked for a second time."""
+    up, srv = relay()
+    body = json.dumps(dict(REQUEST["body"], stream=stream)).encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(b"POST /v1/messages?beta=true HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"x-api-key: {KEY}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+    half = len(body) // 2
+    s.sendall(body[:half])
+    time.sleep(0.3)
+    s.sendall(body[half:])
+    answer = b""
+    while chunk := s.recv(65536):
+        answer += chunk
+    s.close()
+    head, data = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200") and b"x-compaction-guard-level: 1" in head.lower(), head
+    asked = [x for x in up.seen if x["path"].startswith("/v1/messages")]
+    assert len(asked) == 1 and asked[0]["body"] == body       # asked once, the body byte for byte
+    assert b"OPS-4411" in data

@@ -23,10 +23,13 @@ makes (`RelayRoute.scrub`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import importlib
 import json
 from typing import Optional
+
+import httpx
 
 from ..contract import of_request
 from ..redact import Redactor, safe_url
@@ -112,57 +115,73 @@ class Relay:
             return await self._error(send, 400, "the guard relays requests for paths of its upstream only")
         query = scope.get("query_string") or b""
         url = self.base + target.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        raw = await self._body(receive, send, headers)
-        if raw is None:
-            return
         forward = [(k, v) for k, v in headers if k not in _HOP]
-        if scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
-            body = await self._compaction_body(raw)
-            if body is not None:
-                return await self._compaction(scope, receive, send, url, forward, raw, body)
         sized = any(k == b"content-length" for k, _ in headers)
+        body = _Body(self.settings, receive)
+        first = await body.first(headers)
+        if first is None:
+            return await self._refused(send, body)
+        if body.more:                   # a body in several pieces: upstream as it comes (see _through)
+            declared = next((v for k, v in headers if k == b"content-length"), None)
+            return await self._through(scope, receive, send, url, forward, declared, body, first)
+        raw = first
+        if scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
+            parsed = await self._compaction_body(raw)
+            if parsed is not None:
+                return await self._compaction(scope, receive, send, url, forward, raw, parsed)
         await self._pass(scope["method"], url, forward, raw, sized, receive, send)
 
-    async def _body(self, receive, send, headers) -> Optional[bytes]:
-        """The request's body, whole (held once: it is what goes upstream); None when the client
-        went away, or after the error sent for a body too large or too slow."""
-        limit = self.settings.relay_max_body_bytes
-        declared = next((v for k, v in headers if k == b"content-length"), b"")
-        if declared.isdigit() and int(declared) > limit:
-            await self._error(send, 413, f"request body over {limit} bytes (setting relay_max_body_bytes)")
-            return None
-        chunks, size = [], 0
-
-        async def read():
-            nonlocal size
-            while True:
-                msg = await receive()
-                if msg["type"] == "http.disconnect":
-                    return False
-                chunk = msg.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise OverflowError
-                if chunk:
-                    chunks.append(chunk)
-                if not msg.get("more_body"):
-                    return True
-        try:
-            if hasattr(asyncio, "timeout"):         # 3.11: no task of its own for every turn
-                async with asyncio.timeout(self.settings.serve_body_timeout_seconds):
-                    whole = await read()
-            else:
-                whole = await asyncio.wait_for(read(), self.settings.serve_body_timeout_seconds)
-            if not whole:
-                return None
-        except OverflowError:
-            await self._error(send, 413, f"request body over {limit} bytes (setting relay_max_body_bytes)")
-            return None
-        except asyncio.TimeoutError:
+    async def _refused(self, send, body: "_Body") -> None:
+        """The answer to a body that did not arrive whole: too large (413), too slow (408), or
+        nothing when the client went away."""
+        if body.failed == "large":
+            await self._error(send, 413, f"request body over {self.settings.relay_max_body_bytes} bytes "
+                              "(setting relay_max_body_bytes)")
+        elif body.failed == "slow":
             await self._error(send, 408, f"the request body did not arrive within "
                               f"{self.settings.serve_body_timeout_seconds:g} s (setting serve_body_timeout_seconds)")
-            return None
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _through(self, scope, receive, send, url: str, headers: list, declared, body: "_Body",
+                       first: bytes) -> None:
+        """A body in several pieces goes upstream as it comes, each piece kept (held once), so the
+        upstream reads it while the rest arrives. Its first answer is awaited whole-bodied as L1:
+        when the body turns out to be the agent's compaction, that answer is held and checked (the
+        core's first level, already asked); otherwise it is relayed as it comes."""
+        import httpcore
+        marker = self.spec.marker
+        generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
+        found = [generation and marker in first]
+
+        async def feed():
+            yield first
+            tail = first[-len(marker):]
+            while body.more:
+                piece = await body.next()
+                if piece is None:
+                    raise _BodyBroke(body.failed or "gone")
+                if generation and not found[0]:
+                    found[0] = marker in tail + piece
+                    tail = piece[-len(marker):]
+                yield piece
+        # its length as the client declared it (a chunked body goes on chunked)
+        head = [(b"Host", self.host)] + headers + ([(b"Content-Length", declared)] if declared else [])
+        request = httpcore.Request(scope["method"], url, headers=head, content=feed(),
+                                   extensions={"timeout": self.timeouts})
+        try:
+            resp = await self.pool.handle_async_request(request)
+        except Exception as exc:        # noqa: BLE001 - the body broke off, or the upstream could not be reached
+            if body.failed is not None or isinstance(exc, _BodyBroke):
+                return await self._refused(send, body)
+            if isinstance(exc, httpcore.TimeoutException):
+                return await self._error(send, 504, f"{safe_url(self.base)} did not answer within "
+                                         f"{self.settings.relay_read_timeout_seconds:g} s")
+            return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
+                                     f"({type(exc).__name__})")
+        raw = body.whole()
+        parsed = await self._compaction_body(raw) if found[0] else None
+        if parsed is None:
+            return await self._relay_answer(scope["method"], url, resp, receive, send)
+        return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp)
 
     async def _pass(self, method: str, url: str, headers: list, raw: bytes, sized: bool, receive, send) -> None:
         """The request relayed as it came, its answer as it comes."""
@@ -180,6 +199,10 @@ class Relay:
         except Exception as exc:        # noqa: BLE001 - httpcore's connection errors share no base class
             return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
                                      f"({type(exc).__name__})")
+        await self._relay_answer(method, url, resp, receive, send)
+
+    async def _relay_answer(self, method: str, url: str, resp, receive, send) -> None:
+        """The upstream's answer relayed as it comes; the client gone, the upstream's answer too."""
         gone = asyncio.ensure_future(_disconnected(receive))
         pump = asyncio.ensure_future(self._pump(resp, send))
         try:
@@ -219,13 +242,30 @@ class Relay:
             return body if isinstance(body, dict) and self.spec.read(body) is not None else None
         return await self.proxy.cpu(parse)
 
-    async def _compaction(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict) -> None:
+    async def _compaction(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict,
+                          asked=None) -> None:
+        """A compaction through the core; `asked`: its L1 answer already under way (a body streamed
+        through), which the core's first level takes (or which is closed when no level takes it)."""
         proxy = self.proxy
         if not proxy.admit():
+            if asked is not None:           # already sent: its answer goes back unchecked, not refused
+                proxy.log("a compaction over the limits of serve_max_concurrent and serve_max_queued: relayed "
+                          "unchecked")
+                return await self._relay_answer(scope["method"], url, asked, receive, send)
             return await self._error(send, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
                                      "serve_max_concurrent, serve_max_queued); retry shortly")
+        try:
+            await self._compacted(scope, receive, send, url, headers, raw, body, asked)
+        finally:
+            if asked is not None:           # read by L1, or never taken (the breaker open, the client gone)
+                with contextlib.suppress(Exception):
+                    await asked.aclose()
+
+    async def _compacted(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict,
+                         asked) -> None:
+        proxy = self.proxy
         request = await proxy.cpu(self._request, body, raw)
-        route = RelayRoute(self, url, headers, raw, body)
+        route = RelayRoute(self, url, headers, raw, body, asked)
         proto = self.spec.protocol
         proxy.in_flight += 1
         task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), (request, None), route))
@@ -278,8 +318,9 @@ class RelayRoute:
 
     provider = "relay"
 
-    def __init__(self, relay: Relay, url: str, headers: list, raw: bytes, body: dict):
+    def __init__(self, relay: Relay, url: str, headers: list, raw: bytes, body: dict, asked=None):
         self.relay = relay
+        self.asked = asked          # L1's answer already under way (httpcore), taken by the first call
         self.url = url
         self.headers = headers
         self.raw = raw
@@ -312,8 +353,14 @@ class RelayRoute:
         client = self.relay.client
         cap = self.relay.settings.serve_max_upstream_bytes
         where = safe_url(self.relay.base)
+        asked, self.asked = (self.asked, None) if body is self.body else (None, self.asked)
         try:
-            async with client.stream("POST", self.url, headers=self.headers, content=data) as resp:
+            if asked is not None:       # L1, sent as the body came: its answer, decoded as httpx does
+                resp = httpx.Response(asked.status, headers=asked.headers, stream=_Stream(asked))
+                opened = _Opened(resp)
+            else:
+                opened = client.stream("POST", self.url, headers=self.headers, content=data)
+            async with opened as resp:
                 chunks, size = [], 0
                 async for chunk in resp.aiter_bytes():
                     size += len(chunk)
@@ -324,7 +371,11 @@ class RelayRoute:
                 status, rheaders = resp.status_code, resp.headers.raw
         except httpx.TimeoutException:
             raise UpstreamFailure(f"{where}: no answer in time", "timeout") from None
-        except httpx.HTTPError as exc:
+        except UpstreamFailure:
+            raise
+        except Exception as exc:        # noqa: BLE001 - httpx's, or httpcore's under an answer already asked
+            if "Timeout" in type(exc).__name__:
+                raise UpstreamFailure(f"{where}: no answer in time", "timeout") from None
             raise UpstreamFailure(self.scrub(f"{where}: connection failed ({type(exc).__name__})"), "error") from None
         answer = b"".join(chunks)
         raw = (status, rheaders, answer)
@@ -357,3 +408,82 @@ def relay_app(app, relay: Relay):
             return await app(scope, receive, send)
         return await relay(scope, receive, send)
     return asgi
+
+
+class _BodyBroke(Exception):
+    """A request body that stopped before its end (too large, too slow, or its client gone)."""
+
+
+class _Body:
+    """A request's body as it comes: `first()` its first piece (the whole body, for most turns),
+    `next()` each further one, within `relay_max_body_bytes` and `serve_body_timeout_seconds` in
+    all; `failed` says why it stopped ("large", "slow", "gone"), `whole()` what came, held once."""
+
+    def __init__(self, settings, receive):
+        import time
+        self.receive = receive
+        self.limit = settings.relay_max_body_bytes
+        self.deadline = time.monotonic() + settings.serve_body_timeout_seconds
+        self.pieces, self.size, self.more, self.failed = [], 0, True, None
+
+    async def first(self, headers) -> Optional[bytes]:
+        declared = next((v for k, v in headers if k == b"content-length"), b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            self.failed = "large"
+            return None
+        return await self.next()
+
+    async def next(self) -> Optional[bytes]:
+        import time
+        try:
+            left = max(0.0, self.deadline - time.monotonic())
+            if hasattr(asyncio, "timeout"):         # 3.11: no task of its own for every turn
+                async with asyncio.timeout(left):
+                    msg = await self.receive()
+            else:
+                msg = await asyncio.wait_for(self.receive(), left)
+        except asyncio.TimeoutError:
+            self.failed = "slow"
+            return None
+        if msg["type"] == "http.disconnect":
+            self.failed = "gone"
+            return None
+        piece = msg.get("body", b"")
+        self.size += len(piece)
+        if self.size > self.limit:
+            self.failed = "large"
+            return None
+        self.more = bool(msg.get("more_body"))
+        if piece:
+            self.pieces.append(piece)
+        return piece
+
+    def whole(self) -> bytes:
+        return self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+
+
+class _Stream(httpx.AsyncByteStream):
+    """An answer httpcore is reading, as httpx's byte stream (httpx decodes it)."""
+
+    def __init__(self, resp):
+        self.resp = resp
+
+    async def __aiter__(self):
+        async for chunk in self.resp.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.resp.aclose()
+
+
+class _Opened:
+    """`async with` over an httpx.Response already open (as client.stream gives one)."""
+
+    def __init__(self, resp):
+        self.resp = resp
+
+    async def __aenter__(self):
+        return self.resp
+
+    async def __aexit__(self, *exc) -> None:
+        await self.resp.aclose()
