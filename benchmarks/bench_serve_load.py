@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_llm import B, FakeLLM  # noqa: E402
+from modelkit.behaviours import B, FakeLLM  # noqa: E402
 
 
 def free_port() -> int:

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
 from openclaw_real import env_for, free_port, node, openclaw, package, install  # noqa: E402
-from scripted_openai import ScriptedOpenAI  # noqa: E402
+from modelkit.openai_chat import ScriptedOpenAI  # noqa: E402
 
 
 def config(model_port: int, serve_port: int, gateway_port: int, workspace: Path, mode: str) -> dict:

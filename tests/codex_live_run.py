@@ -25,11 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "codex"
-sys.path.insert(0, str(REC))
+sys.path[:0] = [str(REC), str(ROOT / "tests")]
 
 from codex_real import binary, env_for, run, write_config  # noqa: E402
 from record import manual_compact, trust_hooks  # noqa: E402
-from scripted_server import ScriptedResponses  # noqa: E402
+from modelkit.responses import ScriptedResponses  # noqa: E402
 
 SUMMARIES = {
     "good": "## Current progress and key decisions\n- The user asked to keep deploy ticket OPS-4411 and branch "

@@ -37,7 +37,8 @@ from codex_live_run import FIRST, SUMMARIES  # noqa: E402
 from codex_real import binary, env_for, run, write_config  # noqa: E402
 from livekit import readme_section, serve_process  # noqa: E402
 from record import manual_compact  # noqa: E402
-from scripted_server import HTTP_500, ScriptedResponses  # noqa: E402
+from modelkit.base import HTTP_500  # noqa: E402
+from modelkit.responses import ScriptedResponses  # noqa: E402
 
 GOOD = SUMMARIES["good"]
 PREAMBLE = SUMMARIES["preamble"]

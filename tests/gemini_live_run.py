@@ -22,11 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "gemini"
-sys.path.insert(0, str(REC))
+sys.path[:0] = [str(REC), str(ROOT / "tests")]
 
 import gemini_real as g  # noqa: E402
 from record import GOOD_LONG, P1_LONG, P2, PREAMBLE, SCRATCH  # noqa: E402
-from scripted_server import ScriptedGemini, is_compression  # noqa: E402
+from modelkit.gemini import ScriptedGemini, is_compression  # noqa: E402
 
 CASES = {"good": ([SCRATCH + GOOD_LONG], [GOOD_LONG]), "preamble": ([PREAMBLE], [None])}
 P3 = "What was the deploy ticket, and what did I ask last?"

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REC))
 sys.path.append(str(ROOT / "tests"))
 
 import record as lcm  # noqa: E402
-from scripted import Scripted  # noqa: E402
+from modelkit.openai_chat import ScriptedLosslessClaw  # noqa: E402
 from livekit import free_port, wait_healthz  # noqa: E402
 
 KEY = lcm.KEY
@@ -43,8 +43,8 @@ def main() -> int:
     state = home / ".openclaw"
     state.mkdir(parents=True)
     log, lock = [], threading.Lock()
-    main_srv = Scripted("main", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
-    summ = Scripted("summ", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
+    main_srv = ScriptedLosslessClaw("main", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
+    summ = ScriptedLosslessClaw("summ", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
     sport, gport = free_port(), free_port()
     info = {"case": case, "commands": []}
     senv = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "GUARD_", "LCM_"))}

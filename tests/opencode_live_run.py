@@ -35,7 +35,7 @@ sys.path.append(str(ROOT / "tests"))
 import opencode_real as oc  # noqa: E402
 from livekit import free_port, wait_healthz  # noqa: E402
 from record import GOOD_LONG, LOOP, OVER, first_message  # noqa: E402
-from scripted_server import ScriptedServer  # noqa: E402
+from modelkit.openai_chat import ScriptedOpencode  # noqa: E402
 
 SUMMARIES = {"good": GOOD_LONG, "empty": "", "loop": LOOP}
 
@@ -74,8 +74,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     info = {"case": case, "mode": mode, "turns": []}
     serve_proc = None
-    with ScriptedServer([SUMMARIES[case]]) as srv:
-        compaction_url = srv.url("compaction")
+    with ScriptedOpencode([SUMMARIES[case]]) as srv:
+        compaction_url = srv.url_of("compaction")
         if mode == "serve":
             sport = free_port()
             senv = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"),
@@ -90,16 +90,16 @@ def main() -> int:
                 raise TimeoutError("serve did not answer")
         if mode == "serve":
             # the README's opencode.json, as written there, its port the one serve listens on
-            cfg = oc.config(srv.url("main"))
+            cfg = oc.config(srv.url_of("main"))
             readme = (ROOT / "README.md").read_text(encoding="utf-8")
             block = readme[readme.index("## Behind opencode"):]
             snippet = json.loads(block[block.index("```json") + 7:block.index("```", block.index("```json") + 7)]
                                  .replace("127.0.0.1:8742", f"127.0.0.1:{sport}"))
             cfg["provider"].update(snippet["provider"])
             cfg["agent"] = snippet["agent"]
-            env = oc.env_for(home, srv.url("main"), cfg=cfg)
+            env = oc.env_for(home, srv.url_of("main"), cfg=cfg)
         else:
-            env = oc.env_for(home, srv.url("main"), compaction_url)
+            env = oc.env_for(home, srv.url_of("main"), compaction_url)
         if mode in ("plugin", "manual"):
             inst = subprocess.run([sys.executable, str(ROOT / "guard.py"), "install", "opencode", "--format", "json"],
                                   env=env, capture_output=True, text=True, timeout=60)

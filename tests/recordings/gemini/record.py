@@ -33,9 +33,9 @@ DATA = HERE / "data"
 TMP = Path("/tmp/gemrec")
 CORPUS = HERE.parents[1] / "corpus" / "real" / "openclaw_histories.jsonl"
 
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]         # this recipe, and tests/ (the scripted-model kit)
 import gemini_real as g  # noqa: E402
-from scripted_server import ScriptedGemini, is_compression, is_verify, system_text  # noqa: E402
+from modelkit.gemini import ScriptedGemini, is_compression, is_verify, system_text  # noqa: E402
 
 
 def incident_log(tokens: int = 6000) -> str:
