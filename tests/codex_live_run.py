@@ -3,7 +3,7 @@
     unshare -n python3 tests/codex_live_run.py CASE OUTDIR [MODE]
 
 Inside a network namespace with only loopback (Codex tries github.com at start): brings `lo` up,
-starts the scripted Responses server (tests/recordings/codex/scripted_server.py) whose compaction
+starts the scripted Responses server (tests/modelkit/responses.py) whose compaction
 answer is CASE's summary, writes Codex's config (automatic compaction after a turn at 80% of a
 100,000-token window), installs the guard's hooks with `compaction-guard install codex`, and runs
 four `codex exec` turns (the third reports 90,000 input tokens, so Codex compacts after it; the

@@ -3,7 +3,7 @@
     unshare -n python3 tests/gemini_live_run.py CASE OUTDIR [auto|manual]
 
 Inside a network namespace with only loopback (Gemini CLI tries the internet at start): brings
-`lo` up, starts the scripted Gemini API (tests/recordings/gemini/scripted_server.py) whose
+`lo` up, starts the scripted Gemini API (tests/modelkit/gemini.py) whose
 compression answers are CASE's summary, writes Gemini CLI's settings (a compression threshold of
 1% of gemini-2.5-flash's window), installs the guard's hook with `compaction-guard install
 gemini`, and runs three headless turns in one session: `gemini -p` with the incident log; then

@@ -4,7 +4,7 @@ tests/test_gemini_relay.py.
     unshare -n python3 tests/gemini_relay_run.py OUTDIR
 
 Inside a network namespace with only loopback (Gemini CLI tries the internet at start): brings
-`lo` up, starts the scripted Gemini API (tests/recordings/gemini/scripted_server.py) on
+`lo` up, starts the scripted Gemini API (tests/modelkit/gemini.py) on
 127.0.0.1, then serve and Gemini CLI as the README's routing line writes them: `compaction-guard
 serve --agent gemini` (its own process; `--base-url` the scripted API, offline), and
 `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8742`, the port the one serve listens on. One session, one headless run after the other (`gemini -p`, then

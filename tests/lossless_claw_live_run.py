@@ -4,7 +4,7 @@ summary model, for tests/test_lossless_claw_live.py.
     unshare -n python3 tests/lossless_claw_live_run.py CASE OUTDIR serve
 
 Inside a network namespace with only loopback: the scripted agent model and the scripted summary
-model (tests/recordings/lossless-claw/scripted.py, CASE's answers: `loop` repeats one sentence),
+model (tests/modelkit/openai_chat.py, ScriptedLosslessClaw; CASE's answers: `loop` repeats one sentence),
 `compaction-guard serve` in front of the summary model, OpenClaw's config with lossless-claw as its
 context engine (the plugin made ready by setup_plugin.sh, installed with `openclaw plugins install
 --link`) and `config.summaryModel` naming the guard's provider (`models.providers.guard`, the

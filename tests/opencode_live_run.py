@@ -3,7 +3,7 @@
     unshare -n python3 tests/opencode_live_run.py CASE OUTDIR [plugin|manual|serve]
 
 Inside a network namespace with only loopback: brings `lo` up, starts the scripted
-OpenAI-compatible server (tests/recordings/opencode/scripted_server.py; its compaction answers
+OpenAI-compatible server (tests/modelkit/openai_chat.py, ScriptedOpencode; its compaction answers
 are CASE's summary), writes opencode's configuration (a 16,000-token model; compaction, and only
 compaction, on its own provider), and runs headless turns in one session as
 tests/recordings/opencode/record.py does: the incident log, a short turn, a turn after which the

@@ -1,6 +1,6 @@
 """The real OpenClaw gateway, live on 127.0.0.1: the guard's hook installed with OpenClaw's own
 `hooks enable`, turns sent with `openclaw agent`, compactions forced with `openclaw sessions
-compact`, the model a scripted OpenAI-compatible server (tests/scripted_openai.py) that
+compact`, the model a scripted OpenAI-compatible server (tests/modelkit/openai_chat.py) that
 records what OpenClaw sends. Then the guard checks the home OpenClaw wrote."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`serve` under hostile input, floods and faults (issue #26): every case here crashed it,
 leaked a key, looped or hung before the change. Real uvicorn on 127.0.0.1, the scripted
-upstream (fake_llm) over real HTTP, raw sockets where a client misbehaves."""
+upstream (modelkit's FakeLLM) over real HTTP, raw sockets where a client misbehaves."""
 import base64
 import json
 import socket

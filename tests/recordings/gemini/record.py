@@ -4,7 +4,7 @@
 
 Re-executes itself under `unshare -n` (a network namespace with only loopback: Gemini CLI tries the
 internet at start), brings `lo` up, and runs each case in its own throwaway HOME under /tmp/gemrec/<case>,
-against scripted_server.ScriptedGemini in the same namespace.
+against the kit's ScriptedGemini (tests/modelkit/gemini.py) in the same namespace.
 
 Auto cases (the agent decides on its own):
   run 1: fresh `gemini -p P1`              -> the model asks read_file notes.txt, then answers "Noted."

@@ -4,7 +4,7 @@
     unshare -n sh -c 'ip link set lo up && python3 record.py [case ...]'
 
 cases: good loop preamble oversized empty empty500 (default: all). Per case: a throwaway home under
-/tmp/lcmrec/<case>/ ($LCM_REC_WORK), two scripted OpenAI-compatible servers on 127.0.0.1 (scripted.py:
+/tmp/lcmrec/<case>/ ($LCM_REC_WORK), two scripted OpenAI-compatible servers on 127.0.0.1 (tests/modelkit/openai_chat.py, ScriptedLosslessClaw:
 `main` for the agent, `summ` for lossless-claw's summaryModel), the plugin (plugin/, made ready by
 setup_plugin.sh) installed with `openclaw plugins install --link`, the gateway, TURNS user turns (the deferred background worker summarizes), then a forced
 `openclaw sessions compact <key>` and one more turn. After the gateway stopped: data/<case>/lcm.db*

@@ -5,7 +5,7 @@
     python3 record.py --list
 
 Runs itself inside a network namespace with only loopback (`unshare -n`, then `ip link set lo up`):
-the scripted server (scripted_server.py, two ports: main turns and compaction) and every opencode
+the scripted server (tests/modelkit/openai_chat.py, ScriptedOpencode: two ports: main turns and compaction) and every opencode
 process share it, so nothing leaves 127.0.0.1. Each case has its own throwaway HOME under /tmp.
 
 Per case it writes (data/):
