@@ -213,7 +213,8 @@ class ScriptedModel(Served):
     """A scripted model: what the agent sent in `requests` (as `entry` of the protocol makes each one,
     never with a credential) and appended to `record` (JSON lines) when given; `keys[i]`: the credential
     `requests[i]` came with (memory only); `errors`: the kit's own exceptions (a bug here, not the
-    agent's)."""
+    agent's). GET .../models lists `models`."""
+    models = ("scripted",)
 
     def __init__(self, record=None):
         self.record = record
@@ -242,6 +243,9 @@ class ScriptedModel(Served):
         h.send_bytes(200, b"", "application/json")
 
     def on_get(self, h: Handler) -> None:
+        if h.route.rstrip("/").endswith("/models"):
+            return h.send_json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models],
+                                     "models": []})
         h.send_json(404, {"error": {"message": "not found"}})
 
     def on_post(self, h: Handler) -> None:

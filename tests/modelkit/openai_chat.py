@@ -160,7 +160,6 @@ class ScriptedOpenAI(ScriptedModel):
     `when`: [(text the request holds, summary)], checked first, in order; every other request `reply`.
     `prompt_tokens`: the usage reported (0: a rough count of the request). Every request is kept in
     `requests` ({path, kind, body}) and appended to `record` when given."""
-    models = ("scripted",)
     stream_usage = None          # True: a usage chunk ends every stream, asked for or not
 
     def __init__(self, summaries=None, reply: str = REPLY, record=None, prompt_tokens: int = 0, port: int = 0,
@@ -200,11 +199,6 @@ class ScriptedOpenAI(ScriptedModel):
         return {"path": h.path, "kind": kind, "body": body}
 
     # -- serving
-    def on_get(self, h) -> None:
-        if h.route.rstrip("/").endswith("/models"):
-            return h.send_json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
-        h.send_json(404, {"error": {"message": "not found"}})
-
     def on_post(self, h) -> None:
         body = h.read_json()
         if body is None:

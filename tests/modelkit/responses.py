@@ -122,9 +122,7 @@ class ScriptedResponses(ScriptedModel):
 
     def on_get(self, h) -> None:
         self._keep(h, None, "get")
-        if h.route.rstrip("/").endswith("/models"):
-            return h.send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}], "models": []})
-        h.send_json(404, {"error": {"message": "not found"}})
+        super().on_get(h)
 
     def on_post(self, h) -> None:
         body = h.read_json()

@@ -177,11 +177,6 @@ class SessionServer(ScriptedModel):
         return max(1, int(raw_len / 4 * self.usage_scale))
 
     # -- routing
-    def on_get(self, h) -> None:
-        if h.route.rstrip("/").endswith("/models"):
-            return h.send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}], "models": []})
-        h.send_json(404, {"error": {"message": "not found"}})
-
     def on_post(self, h) -> None:
         body = h.read_json()
         if body is None:
