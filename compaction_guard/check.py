@@ -38,8 +38,8 @@ def _content(record: SummaryRecord) -> str:
 
 def _job(record: SummaryRecord, settings: Settings, allow_own_l3: bool = False, background=None) -> tuple:
     previous = record.previous if isinstance(record.previous, str) else None
-    return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings, allow_own_l3,
-            background, previous, (record.context_before, record.context_after, record.context_source,
+    return (_content(record), record.input_text, record.input_tokens, record.token_counter, settings,
+            allow_own_l3 or bool(getattr(record, "own_answer", False)), background, previous, (record.context_before, record.context_after, record.context_source,
                                                     record.answer), record.contract)
 
 
@@ -95,6 +95,10 @@ def _result(rec, findings, output_tokens, input_tokens, fidelity=None) -> Result
     r.key = rec.key
     r.session = (rec.meta or {}).get("session")
     r.fallback = bool((rec.meta or {}).get("fallback"))
+    r.own_answer = bool(getattr(rec, "own_answer", False))
+    # the session (one conversation) whose latest verdict this is: the agent's own scope
+    # ("codex:<thread>", "opencode:<session>", ...: the key its hook records under too)
+    r.session_key = rec.stale_scope or (f"{rec.source}:{r.session}" if r.session else None)
     # the agent's own counts around the compaction where it keeps them, else the summary's input
     # and output (the verdict's figures for the team's view, telemetry.py)
     r.tokens_before = rec.context_before if rec.context_before is not None else input_tokens
@@ -261,6 +265,11 @@ class CheckReport:
     nothing_found: Optional[str] = None   # no store at all: where it looked and what to set
     # compactions the agent dropped (no summary stored), seen by its hook since the last check
     dropped: list = field(default_factory=list)
+    own_l3: int = 0                       # summaries that are the guard's own L3 answer (serve), stored
+    unscoped: int = 0                     # failing summaries of no session (a summaries file)
+    # the sessions whose latest compaction failed, after this check was recorded (state.affected_
+    # sessions, each naming its agent); None when not known (the check was not recorded)
+    affected: Optional[list] = None
 
     def absorb(self, other: "CheckReport") -> None:
         """Add one agent's check to this report of several (check_machine)."""
@@ -271,6 +280,10 @@ class CheckReport:
         self.errors += other.errors
         self.session_warnings += other.session_warnings
         self.dropped += other.dropped
+        self.own_l3 += other.own_l3
+        self.unscoped += other.unscoped
+        if other.affected is not None:
+            self.affected = (self.affected or []) + other.affected
         self.checked += other.checked
         self.failing += other.failing
         self.fallback += other.fallback
@@ -286,10 +299,15 @@ class CheckReport:
         if not result.valid:
             self.failing += 1
             self.by_kind.update(result.failures)
+            if not getattr(result, "session_key", None):
+                self.unscoped += 1
         if result.warnings:
             self.warnings_count += 1
             self.warnings_by_kind.update({f.kind for f in result.findings if not f.failure})
-        if getattr(result, "fallback", False) or "truncation_marker" in result.failures:
+        if getattr(result, "own_answer", False):
+            self.own_l3 += 1
+        if getattr(result, "fallback", False) or getattr(result, "own_answer", False) \
+                or "truncation_marker" in result.failures:
             self.fallback += 1
         if collect:
             self.results.append(result.settle())      # kept: its figures now, its text let go
@@ -305,9 +323,13 @@ class CheckReport:
 
     @property
     def status(self) -> str:
-        """HEALTHY only when something was seen: NO_STORE when no store was found, ERROR when
-        the stores found could not be read and nothing was checked."""
-        if self.failing or self.dropped:
+        """The state of the sessions, not of the summaries this check read: DEGRADED while any
+        session's latest compaction failed (`affected`, what the state holds after this check,
+        the hooks' verdicts included) or this check found a failure of no session; before it is
+        recorded (`affected` None), DEGRADED when this check found a failure. HEALTHY only when
+        something was seen: NO_STORE when no store was found, ERROR when the stores found could
+        not be read and nothing was checked."""
+        if (self.affected or self.unscoped) if self.affected is not None else (self.failing or self.dropped):
             return "DEGRADED"
         if self.nothing_found:
             return "NO_STORE"
@@ -321,7 +343,14 @@ class CheckReport:
                 "warnings_by_kind": dict(self.warnings_by_kind.most_common()), "written_by_fallback": self.fallback,
                 "layout": self.layout, "paths": self.paths, "agents": self.agents, "nothing_found": self.nothing_found,
                 "sources": self.sources, "notes": self.notes,
-                "session_warnings": self.session_warnings, "dropped": self.dropped, "errors": self.errors}
+                "session_warnings": self.session_warnings, "dropped": self.dropped, "errors": self.errors,
+                **({"guard_l3": self.own_l3} if self.own_l3 else {}), **self.degraded()}
+
+    def degraded(self) -> dict:
+        """How many sessions' latest compaction failed, since when, and which (the first 20)."""
+        if self.affected is None:
+            return {}
+        return degraded_doc(self.affected)
 
     def to_dict(self) -> dict:
         return {**self.header(), "results": [r.to_dict() for r in self.results]}
@@ -337,3 +366,11 @@ def check_records(records: Iterable[SummaryRecord], settings: Settings = DEFAULT
     for r in iter_results(records, settings, workers=workers):
         report.add(r)
     return report
+
+
+def degraded_doc(affected: list, most: int = 20) -> dict:
+    """{sessions_affected, degraded_since, affected_sessions}: the sessions whose latest
+    compaction failed (state.affected_sessions), oldest failing first."""
+    return {"sessions_affected": len(affected),
+            "degraded_since": min((a["since"] for a in affected if a.get("since")), default=None),
+            "affected_sessions": affected[:most]}

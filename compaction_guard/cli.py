@@ -1,7 +1,9 @@
 """Command line: `python3 guard.py` / `compaction-guard`. Each command is a few
 lines over compaction_guard.operations; output goes through compaction_guard.render.
 
-Exit status: 0 fine (a check found no failure), 1 a check found failures,
+Exit status: 0 fine (a check found no failure and no session's latest compaction failed), 1 a
+check found failures or the status is DEGRADED (a session's latest compaction failed, found by
+this check or an earlier one, and nothing newer passed),
 2 could not run, could not read a store, or found no store at all (one line on stderr
 saying which file or directory and what to do).
 """
@@ -20,68 +22,165 @@ from .stores import owner_of, read_text
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2
-        self.exit(2, f"compaction-guard: {message}; see --help\n")
+        self.exit(2, f"{self.prog}: {message}; see --help\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="compaction-guard", description="Checks compaction summaries and runs the 3-level compaction chain.")
-    act = p.add_mutually_exclusive_group()
-    act.add_argument("--check", action="store_true", help="validate the compaction outputs it can find (or --file)")
-    act.add_argument("--simulate", metavar="TEXT", help="run the 3-level chain on TEXT ('-' reads stdin)")
-    act.add_argument("--compact", action="store_true",
-                     help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
-    act.add_argument("--report", action="store_true", help="failure and escalation history")
-    act.add_argument("--status", action="store_true", help="last check summary (the default)")
-    act.add_argument("--serve", action="store_true",
-                     help="run the validating proxy OpenClaw compacts through (also: compaction-guard serve); "
-                     "with --agent claude-code, codex or gemini, a relay in front of that agent's API")
-    act.add_argument("--print-config", action="store_true",
-                     help="every effective setting and where it came from (default, file, environment, flag)")
-    p.add_argument("--file", metavar="PATH", help="with --check: check one summaries file, summary or DAG state")
-    p.add_argument("--input", metavar="FILE", help="with --compact: the text to summarize ('-' or none: stdin); "
-                   "with --check --file TEXT: the source text the summary replaced")
-    p.add_argument("--previous", metavar="FILE", help="with --compact/--simulate: the summary this one replaces")
-    p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file TEXT: the source's size in tokens")
-    p.add_argument("--all", action="store_true", help="with --check: re-check every summary, not only those added "
-                   "since the last check")
-    p.add_argument("--format", choices=["text", "json", "prometheus"], default="text",
-                   help="text for people, json for machines, prometheus (with --report) for scrapers")
-    p.add_argument("--push", metavar="URL", help="with --check: then push each agent's counters to this Prometheus "
-                   "Pushgateway (grouped by job, machine, user, agent; the setting push_url does it after every "
-                   "verdict); see docs/team.md")
-    p.add_argument("--textfile", metavar="DIR", help="with --check: then write each agent's counters to DIR for "
-                   "node_exporter's textfile collector (compaction_guard-<user>-<agent>.prom; the setting "
-                   "textfile_dir does it after every verdict)")
-    p.add_argument("--since", metavar="DATE", help="with --report: only what happened from DATE (YYYY-MM-DD)")
-    p.add_argument("--html", metavar="FILE", help="with --report: also write a self-contained HTML report to FILE")
-    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
-                   help="the directory of the agent --agent names (without --agent: OpenClaw's state directory); "
-                   "default: as the agent finds it (OpenClaw: $OPENCLAW_STATE_DIR, else $OPENCLAW_HOME/.openclaw, "
-                   "else ~/.openclaw; Claude Code: $CLAUDE_CONFIG_DIR, else ~/.claude)")
-    p.add_argument("--agent", choices=agents.NAMES, metavar="NAME",
-                   help=f"only this agent ({', '.join(agents.NAMES)}); --check, --status and --report cover every "
-                   "agent found on this machine without it; serve, --compact and --print-config use "
-                   f"{agents.DEFAULT}'s directory")
-    p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
-                   help="override one setting (repeatable); names: --print-config")
-    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also GUARD_DEBUG=1)")
+class _OneLine(argparse.RawDescriptionHelpFormatter):
+    """Each option and its help on one line (argparse would wrap them at the terminal's width)."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=34, width=200)
+
+    def _split_lines(self, text, width):
+        return [text]
+
+
+COMMANDS = f"""Checks the summaries AI agents store when they compact their history, and runs the 3-level
+compaction chain (normal prompt, aggressive prompt, deterministic truncation).
+
+commands (each takes --help):
+  install NAME        add the guard's hook where the agent reads its hooks (NAME: {', '.join(agents.NAMES)})
+  uninstall NAME      take the guard's hook out again (only the guard's own entries)
+  hook NAME           what an agent's hook entry runs: the event's JSON on stdin, always exit 0
+  hook install|remove OpenClaw's hook: the same as install openclaw / uninstall openclaw
+  serve               the validating proxy a compactor calls (the same as --serve)
+  (none)              the actions below; --status when none is given"""
+
+USAGE = ("compaction-guard [--check | --status | --report | --simulate TEXT | --compact | --print-config] "
+         "[options]\n       compaction-guard install|uninstall NAME [options]\n       compaction-guard hook NAME"
+         "\n       compaction-guard serve [options]")
+
+
+def _serve_options(p) -> None:
     srv = p.add_argument_group("serve (the proxy)")
-    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other needs "
-                     "a client token)")
-    srv.add_argument("--port", type=int, default=8742, help="port (default 8742)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; any other "
+                     "needs a client token)")
+    srv.add_argument("--port", type=_port, default=8742, help="port (default 8742)")
     srv.add_argument("--token-env", default="GUARD_SERVE_TOKEN", metavar="VAR",
                      help="variable holding the token clients must send (Authorization: Bearer)")
     srv.add_argument("--observe", action="store_true", help="check and record every reply, return it unchanged")
-    llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then openclaw.json, then extractive)")
-    llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], help="$GUARD_PROVIDER")
+
+
+def _summarizer_options(p) -> None:
+    llm = p.add_argument_group("summarizer for L1/L2 (default: GUARD_* variables, then the agent's config, "
+                               "then extractive)")
+    llm.add_argument("--provider", choices=["openai", "anthropic", "local", "extractive"], metavar="NAME",
+                     help="openai, anthropic, local or extractive ($GUARD_PROVIDER)")
     llm.add_argument("--base-url", metavar="URL", help="openai: including /v1; anthropic: the host ($GUARD_BASE_URL); "
-                     "serve --agent NAME relaying an agent: its upstream")
+                     "serve relaying an agent: its upstream")
     llm.add_argument("--model", metavar="NAME", help="$GUARD_MODEL")
-    llm.add_argument("--api-key-env", metavar="VAR", help="variable holding the key (OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    llm.add_argument("--api-key-env", metavar="VAR", help="variable holding the key (OPENAI_API_KEY, "
+                     "ANTHROPIC_API_KEY)")
     llm.add_argument("--timeout", metavar="SECONDS", type=float, help="per call ($GUARD_TIMEOUT, default 60)")
-    llm.add_argument("--fault", metavar="L1=KIND,L2=KIND", help="inject failures to watch escalation "
-                     "(empty, inflation, garbled, repetition, truncation_marker, stale, error, timeout, refusal, ...)")
+
+
+def _common_options(p, serve: bool = False) -> None:
+    """--home, --agent, --set, --debug: the main parser's, or serve's (`serve`) in its words."""
+    names = ", ".join(agents.NAMES)
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
+                   help="the directory of the agent --agent names (" + ("its state is where serve records)" if serve
+                                                                        else "without --agent: OpenClaw's state directory)"))
+    p.add_argument("--agent", choices=agents.NAMES, metavar="NAME",
+                   help=f"whose compactions it answers, and records ({names}; default {agents.DEFAULT})" if serve else
+                   f"only this agent ({names}); without it: every agent found, or {agents.DEFAULT}'s for serve and "
+                   "--compact")
+    p.add_argument("--set", metavar="NAME=VALUE", action="append", default=[],
+                   help="override one setting (repeatable; their names: compaction-guard --print-config)")
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback (also "
+                   "GUARD_DEBUG=1)")
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 < n < 65536:
+        raise argparse.ArgumentTypeError(f"{text} is not a port: give one from 1 to 65535")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="compaction-guard", usage=USAGE, description=COMMANDS, formatter_class=_OneLine)
+    act = p.add_mutually_exclusive_group()
+    act.add_argument("--check", action="store_true", help="check the summaries every agent stored (or --file)")
+    act.add_argument("--status", action="store_true", help="the state at a glance (the default)")
+    act.add_argument("--report", action="store_true", help="what failed, when, by kind and store; which level answered")
+    act.add_argument("--simulate", metavar="TEXT", help="run the 3-level chain on TEXT ('-' reads stdin)")
+    act.add_argument("--compact", action="store_true",
+                     help="for compactors: summarize --input FILE (or stdin) through the chain, print the summary")
+    act.add_argument("--serve", action="store_true", help="run the validating proxy (also: compaction-guard serve; "
+                     "with --agent claude-code, codex or gemini, a relay in front of its API)")
+    act.add_argument("--print-config", action="store_true",
+                     help="every effective setting and where it came from")
+    p.add_argument("--file", metavar="PATH", help="with --check: one summaries file, summary, transcript or database")
+    p.add_argument("--input", metavar="FILE", help="with --compact: the text to summarize; with --check --file: "
+                   "the text the summary replaced")
+    p.add_argument("--previous", metavar="FILE", help="with --compact/--simulate: the summary this one replaces")
+    p.add_argument("--input-tokens", metavar="N", type=int, help="with --check --file: the source's size in tokens")
+    p.add_argument("--all", action="store_true", help="with --check: every summary again, not only the new ones")
+    p.add_argument("--format", choices=["text", "json", "prometheus"], default="text", metavar="FORMAT",
+                   help="text for people, json for machines, prometheus (with --report) for scrapers")
+    p.add_argument("--push", metavar="URL", help="with --check: then push each agent's counters to this Pushgateway "
+                   "(docs/team.md)")
+    p.add_argument("--textfile", metavar="DIR", help="with --check: then write each agent's counters to DIR for "
+                   "node_exporter's textfile collector")
+    p.add_argument("--since", metavar="DATE", help="with --report: only from DATE (YYYY-MM-DD)")
+    p.add_argument("--html", metavar="FILE", help="with --report: also a self-contained HTML report in FILE")
+    _common_options(p)
+    _serve_options(p)
+    _summarizer_options(p)
+    p.add_argument("--fault", metavar="L1=KIND,L2=KIND", help="with --simulate/--compact: inject failures "
+                   "(empty, repetition, garbled, error, timeout, ...)")
     return p
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="compaction-guard serve", formatter_class=_OneLine,
+                description="The validating proxy: an OpenAI- or Anthropic-compatible endpoint a compactor calls "
+                "(docs/serve.md).\nEach reply of the upstream model is checked against the conversation in the "
+                "request;\na failed one is redone with the aggressive prompt, then built by deterministic "
+                "truncation.\nWith --agent claude-code, codex or gemini: a relay in front of that agent's API "
+                "(only its compactions checked).")
+    _common_options(p, serve=True)
+    _serve_options(p)
+    _summarizer_options(p)
+    return p
+
+
+def install_parser(action: str) -> argparse.ArgumentParser:
+    """`install --help` / `uninstall --help`: which agents, and how."""
+    what = "Add the guard's hook where the agent reads its hooks" if action == "install" else \
+        "Take the guard's hook out of the agent's settings (only the guard's own entries)"
+    p = _Parser(prog=f"compaction-guard {action}", formatter_class=_OneLine,
+                usage=f"compaction-guard {action} NAME [options]",
+                description=f"{what}.\n\nagents (NAME):\n" + "\n".join(
+                    f"  {a.name:<12} {a.title}" for a in agents.every())
+                + f"\n\none agent's options alone: compaction-guard {action} NAME --help", conflict_handler="resolve")
+    p.add_argument("name", metavar="NAME", choices=agents.NAMES, help="the agent")
+    p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
+                   help="the agent's directory (default: as the agent finds it)")
+    p.add_argument("--format", choices=["text", "json"], default="text", metavar="FORMAT",
+                   help="text for people, json for machines")
+    for a in agents.every():
+        before = len(p._actions)
+        group = p.add_argument_group(f"{a.name} only")
+        a.install_arguments(group)
+        if len(p._actions) == before:
+            p._action_groups.remove(group)
+    return p
+
+
+HOOK_HELP = f"""usage: compaction-guard hook NAME
+       compaction-guard hook install|remove
+
+What an agent's hook entry runs (written there by `compaction-guard install NAME`): it reads the
+event's JSON on stdin, checks the compaction the event is about, records the verdict and answers
+the agent (a warning for its model after a failed compaction). It always exits 0 and never breaks
+the agent. NAME: {', '.join(a.name for a in agents.every() if a.hook_module and a.name != 'openclaw')}.
+
+`hook install` and `hook remove` are OpenClaw's hook (install openclaw / uninstall openclaw).
+"""
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -118,12 +217,13 @@ def run_install(action: str, name: str, argv: list, prog: Optional[str] = None) 
     """`compaction-guard install|uninstall NAME`: the guard's hook for one agent, written (or
     taken out) where that agent reads its hooks."""
     agent = agents.get(name)
-    p = _Parser(prog=prog or f"compaction-guard {action} {name}",
+    p = _Parser(prog=prog or f"compaction-guard {action} {name}", formatter_class=_OneLine,
                 description=f"{'Install' if action == 'install' else 'Remove'} the guard's hook for {agent.title}.")
     p.add_argument("--home", "--state-dir", dest="home", metavar="DIR",
                    help=f"{agent.title}'s directory (default: as {agent.title} finds it)")
     agent.install_arguments(p)
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text", metavar="FORMAT",
+                   help="text for people, json for machines")
     args = p.parse_args(argv)
     layout = agent.resolve(home=args.home)
     doc = agent.install(layout, args) if action == "install" else agent.uninstall(layout, args)
@@ -152,14 +252,23 @@ def run(argv=None) -> int:
         return run_install("install" if argv[1] == "install" else "uninstall", "openclaw", argv[2:],
                            prog=f"compaction-guard hook {argv[1]}")
     if argv[:1] in (["hook"], ["install"], ["uninstall"]):
+        if argv[0] == "hook" and ({"-h", "--help"} & set(argv[1:3])):
+            sys.stdout.write(HOOK_HELP)
+            return 0
         if len(argv) < 2 or argv[1].startswith("-"):
-            raise GuardError(f"{argv[0]} takes the agent: {argv[0]} NAME, one of {', '.join(agents.NAMES)}")
+            if {"-h", "--help"} & set(argv[1:]):
+                install_parser(argv[0]).print_help()
+                return 0
+            raise GuardError(f"{argv[0]} takes the agent: {argv[0]} NAME, one of {', '.join(agents.NAMES)} "
+                             f"(compaction-guard {argv[0]} --help)")
         if argv[0] == "hook":
             return agents.get(argv[1]).hook(argv[2:])
         return run_install(argv[0], argv[1], argv[2:])
-    if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`
-        argv[0] = "--serve"
-    args = build_parser().parse_args(argv)
+    if argv[:1] == ["serve"]:           # `compaction-guard serve ...` = `--serve ...`, with serve's own options
+        args = build_parser().parse_args(["--serve"])
+        vars(args).update(vars(serve_parser().parse_args(argv[1:])))
+    else:
+        args = build_parser().parse_args(argv)
     settings_of = _settings_of(args)
     if (args.check or args.status or args.report or not any((args.serve, args.simulate is not None, args.compact,
                                                               args.print_config))) and not args.file:
@@ -299,7 +408,9 @@ def _check(args, pairs, settings_of) -> int:
     if rep.nothing_found:
         print(f"compaction-guard: {rep.nothing_found}", file=sys.stderr)
         return 2
-    return 2 if rep.errors else (1 if rep.failures_found or getattr(rep, "dropped", None) else 0)
+    # 1 while the status is DEGRADED (a session's latest compaction failed, found now or before:
+    # a cron job running the check sees it every time), and when this check found a failure
+    return 2 if rep.errors else (1 if rep.failures_found or rep.dropped or rep.status == "DEGRADED" else 0)
 
 
 def main(argv=None) -> int:

@@ -57,7 +57,14 @@ def doc_of_state(state: dict, now=None) -> dict:
     return {"level_usage": state["level_usage"], "stored_summaries": state["stored_summaries"],
             "totals": state["totals"], "last_check_at": state.get("last_check_at"),
             "last_check": state["check_history"][0] if state.get("check_history") else None,
-            "circuit_breaker": {"open_until": _open_until(circuit.get("open_until"), now)}}
+            "circuit_breaker": {"open_until": _open_until(circuit.get("open_until"), now)},
+            "sessions_affected": _affected(state)}
+
+
+def _affected(state: dict) -> int:
+    """How many sessions' latest compaction failed (state.affected_sessions, counted)."""
+    from .state import affected_sessions
+    return len(affected_sessions(state)) if isinstance(state.get("sessions"), dict) else 0
 
 
 def samples(doc: dict, labels: dict, families: dict) -> None:
@@ -91,8 +98,12 @@ def samples(doc: dict, labels: dict, families: dict) -> None:
     metric("compaction_guard_last_check_failures", "gauge", "Failing summaries found by the last check.",
            [({}, last.get("failures_found", 0))])
     status = last.get("status") or "NEVER_CHECKED"
-    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and found no failure (0 also when "
-           "it found no store, could not read one, or never ran).", [({}, 1 if status == "HEALTHY" else 0)])
+    affected = doc.get("sessions_affected", 0)
+    metric("compaction_guard_healthy", "gauge", "1 when the last check saw a store and no session's latest compaction "
+           "failed (0 also when it found no store, could not read one, or never ran).",
+           [({}, 1 if status == "HEALTHY" and not affected else 0)])
+    metric("compaction_guard_sessions_affected", "gauge", "Sessions whose latest compaction failed and nothing newer "
+           "passed (the status is DEGRADED while it is above 0).", [({}, affected)])
     metric("compaction_guard_last_check_status", "gauge", "1 for the last check's status (HEALTHY, DEGRADED, "
            "NO_STORE, ERROR, NEVER_CHECKED).", [({"status": status}, 1)])
     runs = sum(usage.get(k, 0) for k in LEVELS)

@@ -89,6 +89,7 @@ class Result:
             "id": self.id,
             "source": self.source,
             **({"session": str(session)} if session else {}),
+            **({"guard_l3": True} if getattr(self, "own_answer", False) else {}),
             "valid": self.valid,
             "failures": self.failures,
             "warnings": self.warnings,

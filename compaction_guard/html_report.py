@@ -110,7 +110,7 @@ def render(rep: dict, status: dict) -> str:
     failures = "".join(
         f"<tr><td>{escape(str(f.get('detected_at', '')))}</td><td><code>{escape(str(f.get('summary_id', '')))}</code></td>"
         f"<td>{escape(str(f.get('source', '')))}</td><td>{escape(str(f.get('failure_type', '')))}</td>"
-        f"<td>L{escape(str(f.get('level_used', '')))}</td></tr>" for f in rep.get("recent_failures", []))
+        f"<td>{escape(_level(f.get('level_used')))}</td></tr>" for f in rep.get("recent_failures", []))
     days = rep.get("daily") or []
     period = f"{escape(days[0]['date'])} – {escape(days[-1]['date'])}" if days else ""
     legend = "".join(f'<span class="key"><i style="background:{COLORS[k]}"></i>{escape(NAMES[k])} {usage.get(k, 0)}</span>'
@@ -132,7 +132,7 @@ table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px
 </style></head><body>
 <h1>Compaction Resilience Report</h1>
 <div class="muted">State: {escape(rep['state_file'])} · last check {escape(str(rep.get('last_check_at') or 'never'))}</div>
-<p class="status {escape(status['status'])}">Status: {escape(status['status'])}</p>
+<p class="status {escape(status['status'])}">Status: {escape(status['status'])}{escape(_affected(status))}</p>
 <div class="cards">
 <div class="card"><b>{rep['stored_total']}</b>stored summaries (each counted once)</div>
 <div class="card"><b>{rep['fallback_share']:.0%}</b>of them written by a fallback</div>
@@ -157,3 +157,13 @@ opened {cb.get('opened', 0)} time(s); {cb.get('skipped_chains', 0)} chain(s) ski
 <p class="muted">compaction-resilience-guard · generated from the guard's state; nothing on this page comes from the network.</p>
 </body></html>
 """
+
+
+def _affected(status: dict) -> str:
+    from .render import affected_text
+    why = affected_text(status)
+    return f": {why}" if why else ""
+
+
+def _level(level) -> str:
+    return f"L{level}" if level is not None else "none stored (dropped)"

@@ -11,7 +11,7 @@ import sys
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) >= 2 and argv[0] == "hook" and argv[1] not in ("install", "remove") \
-            and not argv[1].startswith("-"):
+            and not argv[1].startswith("-") and "--help" not in argv and "-h" not in argv:
         from . import agents
         from .errors import GuardError
         try:

@@ -22,7 +22,10 @@ from .check import CheckReport, auto_workers, iter_results
 from .errors import GuardError
 from .settings import DEFAULT, Settings
 from .ledger import digest as ledger_digest
-from .state import LEVEL_KEYS, STORED_KEYS, StateStore, apply_counts, record_check, state_path
+from .state import (LEVEL_KEYS, STORED_KEYS, StateStore, affected_sessions, apply_counts, keep_verdict, record_check,
+                    state_path)
+from .check import degraded_doc
+from .own_answers import Matcher
 from .verdicts import FailureLog
 from . import stores, telemetry
 
@@ -78,12 +81,14 @@ def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False,
     any agent is NO_STORE, with where each one was looked for."""
     total = CheckReport()
     looked = []             # (title, where it looked) of each agent with nothing to check
+    dirs = []               # (title, directory) of each agent with nothing to check
     for agent, layout in pairs:
         entry = {"agent": agent.name, "title": agent.title, "layout": layout.describe(), "paths": layout.to_dict()}
         total.agents.append(entry)
         if len(pairs) > 1 and not agent.present(layout):
             entry.update(status="ABSENT", summaries_checked=0, failures_found=0)
             looked.append((agent.title, f"{layout.describe()}: not there; {layout.hint}"))
+            dirs.append((agent.title, str(layout.state_dir)))
             continue
         try:
             rep = check(layout, settings=settings_of(layout), save=save, recheck_all=recheck_all,
@@ -96,15 +101,22 @@ def check_machine(pairs: list, settings_of: Callable, recheck_all: bool = False,
                      stores=len(rep.sources), nothing_found=rep.nothing_found, errors=rep.errors)
         if rep.nothing_found:
             looked.append((agent.title, rep.nothing_found))
+            dirs.append((agent.title, str(layout.state_dir)))
         total.absorb(rep)
     if any(a["status"] not in ("ABSENT", "NO_STORE") for a in total.agents) or total.errors:
         total.notes.extend(f"{a['title']}: {a['nothing_found']}" for a in total.agents
                            if len(pairs) > 1 and a["status"] == "NO_STORE")
     elif len(pairs) == 1:
         total.nothing_found = looked[0][1] if looked else None
-    else:
-        total.nothing_found = ("no compaction store of any agent found on this machine; looked for "
-                               + "; ".join(f"{title} ({where})" for title, where in looked))
+    elif sum(a["status"] == "NO_STORE" for a in total.agents) == 1:
+        # the one agent on this machine, with nothing to check: where it looked, and what to set
+        total.nothing_found = next(a["nothing_found"] for a in total.agents if a["status"] == "NO_STORE")
+    else:           # each agent's line says what it found; this one, once, where each was looked for
+        total.nothing_found = ("no compaction store of any agent found: looked for "
+                               + ", ".join(f"{title} in {d}" for title, d in dirs)
+                               + "; set the variable of the directory an agent keeps its files in (OPENCLAW_STATE_DIR, "
+                               "CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME, XDG_DATA_HOME) or pass --agent NAME "
+                               "--home DIR")
     return total
 
 
@@ -143,7 +155,8 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
     # Each stored summary is counted once, ever (ledger.py). `fresh`: summaries new to
     # the ledger whose result this check has; `known`: summaries a guard older than the
     # ledger counted (below its watermark), added to the ledger uncounted.
-    last_by_session = {}       # session id -> its last compaction's verdict in this check
+    last_by_session = {}       # session (its scope) -> its last compaction's verdict in this check
+    own = Matcher(before)      # the guard's own L3 answers (serve), known again where stored
     ledger, ledger_error = None, None
     if save:
         try:
@@ -164,7 +177,7 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
                 total = src.count(read_mark)
                 workers = auto_workers(total)
                 done = 0
-                records = _keyed(src, src.records(read_mark), ledger, marks.get(src.key), known)
+                records = _keyed(src, src.records(read_mark), ledger, marks.get(src.key), known, own)
                 if isinstance(src, stores.ListSource):
                     records = list(records)        # already in memory: workers share it (check.iter_results)
                 for result in iter_results(records, settings, source=src, workers=workers):
@@ -174,10 +187,11 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
                         fresh.add(d)
                     report.add(result, collect)
                     log.add(result, report.checked_at)
-                    if getattr(result, "session", None):
-                        last_by_session[str(result.session)] = {
+                    if result.session_key:
+                        last_by_session[result.session_key] = {
                             "id": result.id, "failures": result.failures, "fallback": bool(result.fallback),
-                            "at": report.checked_at}
+                            "at": report.checked_at, "store": str(src.path),
+                            **({"guard_l3": True} if result.own_answer else {})}
                     done += 1
                     if on_result:
                         on_result(result)
@@ -208,7 +222,7 @@ def _check(home, store, file, settings, input_text, input_tokens, save, recheck_
             report.errors.append(ledger_error)
         elif save:
             _record(store, ledger, report, settings, log, fresh | known, new_marks if file is None else None,
-                    last_by_session)
+                    last_by_session, home.agent)
     finally:
         if ledger is not None:
             ledger.close()
@@ -228,12 +242,15 @@ def _open_ledger(store):
     return Ledger(ledger_path(store.path))
 
 
-def _keyed(src, records, ledger, old_mark, known):
+def _keyed(src, records, ledger, old_mark, known, own=None):
     """Give each record its identity and say whether it is new: not in the ledger, and
-    not below the watermark of a guard older than the ledger (those are `known`)."""
+    not below the watermark of a guard older than the ledger (those are `known`); and whether
+    it is the guard's own L3 answer (`own`: own_answers.Matcher)."""
     covered = None
     for rec in records:
         rec.key = src.count_key(rec)
+        if own:
+            rec.own_answer = own(rec.content)
         if ledger is not None:
             d = ledger_digest(rec.key)
             if d in known or ledger.has(d):
@@ -257,7 +274,7 @@ def context_pressure(usages: list, last: dict, settings: Settings) -> list:
     per session."""
     out = []
     for u in usages:
-        prev = last.get(u.session_id)
+        prev = last.get(getattr(u, "scope", None)) or last.get(u.session_id)
         if u.share < settings.context_pressure_share or not prev or not (prev.get("failures") or prev.get("fallback")):
             continue
         what = ", ".join(prev.get("failures") or []) or "written by a fallback"
@@ -274,23 +291,21 @@ def context_pressure(usages: list, last: dict, settings: Settings) -> list:
     return out
 
 
-def _record(store, ledger, report, settings, log, keys, new_marks, last_by_session=None) -> None:
-    """Count the check's new summaries (the ledger's two phases) and record the check."""
+def _record(store, ledger, report, settings, log, keys, new_marks, last_by_session=None, agent=None) -> None:
+    """Count the check's new summaries (the ledger's two phases) and record the check: each
+    session's latest verdict, and the status they make."""
     try:
         with store.update() as state:
             state["counted_batch"] = ledger.settle(state["counted_batch"], lambda c: apply_counts(state, c))
             batch = state["counted_batch"] + 1
             counts = log.counts(report.checked_at)
             ledger.stage(keys, counts, batch)
+            _keep_verdicts(state, last_by_session or {}, settings, whole=new_marks is not None)
+            report.affected = affected_sessions(state, agent)
             record_check(state, report, settings, counts)
             state["counted_batch"] = batch
             if log.events:
                 state["_verdicts"] = list(log.events)
-            if last_by_session:         # each session's last compaction verdict (bounded), for context_pressure
-                state["sessions"].update(last_by_session)
-                if len(state["sessions"]) > settings.max_sessions_kept:
-                    newest = sorted(state["sessions"].items(), key=lambda kv: str(kv[1].get("at")))
-                    state["sessions"] = dict(newest[-settings.max_sessions_kept:])
             if new_marks is not None:
                 wm = state.setdefault("watermarks", {})
                 for k, v in new_marks.items():
@@ -306,6 +321,25 @@ def _record(store, ledger, report, settings, log, keys, new_marks, last_by_sessi
     except sqlite3.Error as exc:
         report.errors.append(f"{ledger.path}: the guard's count ledger could not be written ({exc}); this check's "
                              "summaries were not counted (the next check counts them)")
+
+
+def _keep_verdicts(state: dict, verdicts: dict, settings: Settings, whole: bool) -> None:
+    """Each session's latest compaction verdict (at most max_sessions_kept sessions). On a check
+    of the agent's stores (`whole`), a session whose file is gone (a transcript deleted, an
+    older guard's key) is forgotten: nothing newer can come for it."""
+    for key, entry in verdicts.items():
+        keep_verdict(state, key, entry)
+    if whole:
+        for key in [k for k, v in state["sessions"].items() if ":" not in k or _gone(v)]:
+            del state["sessions"][key]
+    if len(state["sessions"]) > settings.max_sessions_kept:
+        newest = sorted(state["sessions"].items(), key=lambda kv: str(kv[1].get("at")))
+        state["sessions"] = dict(newest[-settings.max_sessions_kept:])
+
+
+def _gone(entry: dict) -> bool:
+    where = entry.get("store") or entry.get("transcript")
+    return isinstance(where, str) and bool(where) and not Path(where).exists()
 
 
 def _store_exists(mark_key: str) -> bool:
@@ -383,6 +417,7 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
     total = sum(usage.values())
     share = {k: (usage[k] / total if total else 0.0) for k in LEVEL_KEYS}
     stored_total = sum(stored.values())
+    affected = affected_sessions(state)
     fallback_share = stored["by_fallback"] / stored_total if stored_total else 0.0
     return {
         "state_file": str(state_path(home)),
@@ -405,11 +440,9 @@ def report(home: Optional[Path] = None, settings: Settings = DEFAULT, recent: in
         "totals": state["totals"],
         "last_check": state["check_history"][0] if state["check_history"] else None,
         "circuit_breaker": _breaker_summary(state, settings),
-        # sessions whose last compaction failed (a check's verdicts, and Claude Code's hook's)
-        "failed_sessions": sorted(({"session": k, "failures": v.get("failures", []), "at": v.get("at"),
-                                    "warned": not v.get("pending", False)}
-                                   for k, v in state["sessions"].items() if v.get("failures")),
-                                  key=lambda x: str(x["at"]), reverse=True)[:recent],
+        # sessions whose last compaction failed (a check's verdicts, and the agents' hooks'), each once
+        "failed_sessions": sorted(affected, key=lambda x: str(x["at"]), reverse=True)[:recent],
+        "sessions_affected": len(affected),
     }
 
 
@@ -439,7 +472,9 @@ def _breaker_summary(state: dict, settings: Settings) -> dict:
 
 
 def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
-    """The last check at a glance."""
+    """The state of the agent's sessions and the last check at a glance: DEGRADED while any
+    session's latest compaction failed (a check's verdict or its hook's) and nothing newer
+    passed, or while the last check's failures belong to no session (a summaries file)."""
     home = layout_of(home)
     state = _store(home, settings).read()
     last = state["check_history"][0] if state["check_history"] else None
@@ -453,14 +488,20 @@ def status(home: Optional[Path] = None, settings: Settings = DEFAULT) -> dict:
                     for k, v in state["sessions"].items()
                     if v.get("failures") and str(v.get("at") or "") > str(state["last_check_at"] or "")),
                    key=lambda x: str(x["at"]), reverse=True)
+    affected = affected_sessions(state)
     verdict = last["status"] if last else "NEVER_CHECKED"
-    if since and verdict in ("HEALTHY", "NO_STORE", "NEVER_CHECKED"):
+    # a check older than session verdicts counted every failure it found as of no session
+    unscoped = last.get("unscoped_failures", last.get("failures_found", 0)) if last else 0
+    if affected or (verdict == "DEGRADED" and unscoped):
         verdict = "DEGRADED"
+    elif verdict == "DEGRADED":         # the sessions it found failing have all passed since
+        verdict = "HEALTHY"
     return {
         "state_file": str(state_path(home)),
         "last_check_at": state["last_check_at"],
         "status": verdict,
         "failed_since_check": since[:20],
+        **degraded_doc(affected),
         "layout": (last or {}).get("layout") or home.describe(),
         "nothing_found": (last or {}).get("nothing_found"),
         "summaries_checked": last["summaries_checked"] if last else 0,
@@ -494,7 +535,11 @@ def status_machine(pairs: list, settings_of: Callable) -> dict:
     if len(docs) == 1:
         return docs[0]
     worst = min((d["status"] for d in docs), key=lambda s: _WORST.index(s) if s in _WORST else 0)
-    return {"status": worst, "agents": docs}
+    affected = sorted((dict(a, agent=d["agent"]) for d in docs for a in d["affected_sessions"]),
+                      key=lambda a: (str(a["since"]), a["session"]))
+    doc = degraded_doc(affected)
+    doc["sessions_affected"] = sum(d["sessions_affected"] for d in docs)     # each agent's first 20 listed
+    return {"status": worst, **doc, "agents": docs}
 
 
 def report_machine(pairs: list, settings_of: Callable, since: Optional[str] = None) -> list:

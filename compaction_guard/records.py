@@ -34,6 +34,8 @@ class SummaryRecord:
                    known request (the proxy, the chain); None for a stored summary
     new:           never counted before (ledger.py decides; set by the check)
     key:           its identity across checks (Source.count_key), set by the check
+    own_answer:    the guard's own L3 answer as the agent stored it (own_answers.py; set by the
+                   check, or a hook): its L3 note is the guard's, not a fallback's marker
     meta:          store facts: fallback (written with no model), session, timestamp, tokens_before...
     """
 
@@ -52,4 +54,5 @@ class SummaryRecord:
     contract: Optional[object] = None
     new: bool = True
     key: Optional[str] = None
+    own_answer: bool = False
     meta: dict = field(default_factory=dict)

@@ -6,6 +6,23 @@ import json
 LEVEL_NAMES = {"l1_normal": "L1 normal", "l2_aggressive": "L2 aggressive", "l3_deterministic": "L3 deterministic"}
 
 
+def _short(name: str, most: int = 48) -> str:
+    return name if len(name) <= most else f"{name[:18]}…{name[-(most - 19):]}"
+
+
+def affected_text(doc: dict, names: int = 3) -> str:
+    """"2 sessions whose last compaction failed, since <time>: a (empty), b (repetition)", from
+    a document with sessions_affected (check.degraded_doc); '' when none is."""
+    n = doc.get("sessions_affected") or 0
+    if not n:
+        return ""
+    listed = doc.get("affected_sessions") or []
+    shown = ", ".join(f"{_short(a['session'])} ({', '.join(a['failures'])})" for a in listed[:names])
+    more = f" and {n - min(names, len(listed))} more" if n > min(names, len(listed)) else ""
+    return (f"{n} session{'s' if n != 1 else ''} whose last compaction failed, since {doc.get('degraded_since')}: "
+            f"{shown}{more}")
+
+
 def to_json(doc: dict, pretty: bool = True) -> str:
     """One JSON document. Indented for a person; compact (the C encoder, ~5x faster)
     when it goes to a pipe or file."""
@@ -109,8 +126,6 @@ class TextCheckStream:
             else:
                 out.append(f"  {a['agent']}: {a['status']}, {a['summaries_checked']} summaries checked, "
                            f"{a['failures_found']} failing ({a['layout']})")
-        if getattr(report, "nothing_found", None):
-            out.append(f"  {report.nothing_found}")
         for s in report.sources:
             out.append(f"  source: {s['name']} ({s['path']}): {s['summaries']} summaries checked")
         for n in report.notes:
@@ -133,11 +148,19 @@ class TextCheckStream:
         if len(self.by_source) > 1:
             out.append("  by source: " + ", ".join(f"{k} {v[1]}/{v[0]}" for k, v in sorted(self.by_source.items())))
         if report.fallback:
-            out.append(f"  written by a fallback (L3): {report.fallback}")
+            own = getattr(report, "own_l3", 0)
+            out.append(f"  written by a fallback (L3): {report.fallback}"
+                       + (f" ({own} of them the guard's own L3 answer, through serve: not a failure)" if own else ""))
+        status = report.status
+        why = affected_text(report.header()) if status == "DEGRADED" else ""
+        if status == "NO_STORE":        # where it looked: the one line on stderr (cli), not twice
+            why = "nothing was checked: no compaction store found"
+        if not why and status == "HEALTHY" and report.failures_found:
+            why = "each session's last compaction passed (the failures found came before a good one)"
         out += ["", f"  Summaries checked:  {report.checked}",
                 f"  Failures found:     {report.failures_found}",
                 f"  Escalations needed: {report.escalations}",
-                f"  Status: {report.status}", ""]
+                f"  Status: {status}" + (f": {why}" if why else ""), ""]
         self.out.write("\n".join(out))
         self.out.flush()
 
@@ -302,8 +325,10 @@ def report_text(rep: dict) -> str:
     if rep["recent_failures"]:
         out += ["", "  Recent failures:"]
         for f in rep["recent_failures"]:
+            level = f.get("level_used")
             out.append(f"    {f.get('detected_at', '?')}  {f.get('summary_id', '?')} [{f.get('source', '?')}]: "
-                       f"{f.get('failure_type', '?')} (L{f.get('level_used', '?')})")
+                       f"{f.get('failure_type', '?')} "
+                       + (f"(L{level})" if level is not None else "(no summary stored: the compaction was dropped)"))
     out.append("")
     return "\n".join(out)
 
@@ -330,9 +355,11 @@ def status_text(st: dict) -> str:
     total = sum(usage.values())
     line2 = (f"  Last check: {st['summaries_checked']} summaries, {st['failures_found']} failing"
              + (f" ({', '.join(f'{k} {v}' for k, v in st['failures_by_kind'].items())})" if st["failures_by_kind"] else ""))
+    why = affected_text(st)
     return "\n".join([
         f"Compaction Resilience Guard — {st['status']} — last check: {st['last_check_at'] or 'never'}",
         f"  {st.get('layout') or ''}",
+        *([f"  {why}"] if why else []),
         *([f"  {st['nothing_found']}"] if st.get("nothing_found") else []),
         line2,
         *[f"  Since then, a hook: {x['session']} {', '.join(x['failures'])} at {x['at']}"

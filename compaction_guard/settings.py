@@ -465,6 +465,9 @@ class Settings:
     max_check_history: int = 100
     max_chain_history: int = 200
     max_daily_days: int = 90
+    # The guard's own L3 answers (serve, --compact) known again when an agent stores them: the
+    # newest this many (a key of each, no text; own_answers.py).
+    max_own_answers_kept: int = 1000
     # Failure counts are kept per source up to this many sources (files checked with
     # --file fold into one `file` source, then the smallest into `other`).
     max_sources_kept: int = 50

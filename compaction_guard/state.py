@@ -27,6 +27,7 @@ from typing import Optional
 
 import yaml
 
+from . import own_answers
 from .errors import GuardError
 
 
@@ -54,7 +55,7 @@ def empty_state() -> dict:
             "check_history": [], "chain_history": [], "circuit": {}, "watermarks": {}, "daily": {},
             "totals": {"summaries_checked": 0, "checks": 0, "chain_runs": 0, "served": 0, "abandoned": 0,
                        "failed_summaries": 0, "failures": {}, "via": {}},
-            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {},
+            "stored_summaries": {k: 0 for k in STORED_KEYS}, "counted_batch": 0, "sessions": {}, "own_answers": [],
             # which agent's state this is, and since when it counts (the start of its counters
             # for a team's telemetry: telemetry.py)
             "agent": None, "created_at": None}
@@ -97,6 +98,7 @@ _ENTRY_CHECKS = {
     "failures": lambda e: _failure_entry(e),
     "check_history": lambda e: isinstance(e, dict) and isinstance(e.get("checked_at"), str),
     "chain_history": lambda e: isinstance(e, dict) and isinstance(e.get("at"), str),
+    "own_answers": own_answers.valid,
 }
 
 
@@ -332,6 +334,7 @@ class StateStore:
         state["failures"] = state["failures"][-s.max_failures_kept:]
         state["check_history"] = state["check_history"][:s.max_check_history]
         state["chain_history"] = state["chain_history"][:s.max_chain_history]
+        state["own_answers"] = state["own_answers"][-s.max_own_answers_kept:] if s.max_own_answers_kept > 0 else []
         state["totals"]["failures"] = fold_sources(state["totals"]["failures"], s.max_sources_kept)
 
     def _write(self, state: dict) -> None:
@@ -399,6 +402,7 @@ def record_check(state: dict, report, settings, counts: Optional[dict] = None) -
         "escalations": report.escalations, "status": report.status, "failures_by_kind": dict(report.by_kind),
         "written_by_fallback": report.fallback, "sources": sorted({s.get("name") for s in report.sources}),
         "errors": len(report.errors), "new_failures": new_failures,
+        "unscoped_failures": getattr(report, "unscoped", 0),
         "newly_counted": sum(counts["stored"].values()) if counts else 0,
         **({"nothing_found": report.nothing_found} if getattr(report, "nothing_found", None) else {}),
         **({"layout": report.layout} if getattr(report, "layout", None) else {}),
@@ -438,6 +442,8 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
     them apart) or a framework's name (compaction_guard.api with `record=`); the runs are
     counted by `via` too, and their failures are that source's."""
     state["level_usage"][result.level_key] += 1
+    if result.level_used == 3:      # the guard's own L3: known again when the agent stores it
+        own_answers.remember(state, result.summary, now_iso())
     day = _day(state, now_iso())
     day[result.level_key] = day.get(result.level_key, 0) + 1
     state["totals"]["chain_runs"] += 1
@@ -464,6 +470,37 @@ def record_chain(state: dict, result, via: str = "chain") -> None:
                 "input_tokens": result.input_tokens, "output_tokens": a.output_tokens,
                 "detected_at": state["chain_history"][0]["at"], "source": via,
             })
+
+
+def keep_verdict(state: dict, key: str, entry: dict) -> None:
+    """A session's latest compaction verdict (`key`: the agent's scope of it, "opencode:<id>"),
+    replacing the one before; while its compactions keep failing, `failing_since` stays the
+    time of the first failure of the run."""
+    before = state["sessions"].get(key)
+    failing = isinstance(before, dict) and bool(before.get("failures"))
+    if entry.get("failures"):
+        since = (before.get("failing_since") or before.get("at")) if failing else None
+        entry["failing_since"] = since if isinstance(since, str) else entry.get("at")
+        if failing:     # a warning its hook owes the model is still owed (a check's verdict knows none)
+            for k in ("pending", "warned_at", "transcript"):
+                if k in before and k not in entry:
+                    entry[k] = before[k]
+    state["sessions"][key] = entry
+
+
+def affected_sessions(state: dict, agent: Optional[str] = None) -> list:
+    """The sessions whose latest compaction failed and nothing newer passed, oldest failing
+    first: [{session, failures, at, since, dropped, warned, agent}]. A key without the agent's
+    prefix is an older guard's (a check's, before verdicts were kept by the agent's scope): the
+    next check replaces it, and it is not counted."""
+    out = []
+    for k, v in state["sessions"].items():
+        if ":" not in k or not isinstance(v, dict) or not v.get("failures"):
+            continue
+        out.append({"session": k, "failures": [str(f) for f in v["failures"]], "at": v.get("at"),
+                    "since": v.get("failing_since") or v.get("at"), "dropped": bool(v.get("dropped")),
+                    "warned": not v.get("pending", False), **({"agent": agent} if agent else {})})
+    return sorted(out, key=lambda a: (str(a["since"]), a["session"]))
 
 
 def record_abandoned(state: dict) -> None:

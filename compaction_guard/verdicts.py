@@ -24,7 +24,8 @@ VIA = ("check", "hook", "serve", "chain")
 def event(result, via: str, agent: Optional[str] = None, level: Optional[int] = None,
           when_ns: Optional[int] = None) -> dict:
     """The telemetry event of one judged summary (check.Result): ids and figures only."""
-    fallback = bool(getattr(result, "fallback", False)) or "truncation_marker" in result.failures
+    fallback = bool(getattr(result, "fallback", False) or getattr(result, "own_answer", False)) \
+        or "truncation_marker" in result.failures
     return {"at_ns": when_ns or time.time_ns(), "agent": agent, "via": via, "source": result.source,
             "summary_id": str(result.id),
             "session": _str(getattr(result, "conversation", None) or getattr(result, "session", None)),
@@ -70,7 +71,9 @@ class FailureLog:
     def add(self, result, when: str) -> None:
         if not getattr(result, "new", True):
             return
-        fallback = getattr(result, "fallback", False) or "truncation_marker" in result.failures
+        # the guard's own L3, stored by the agent (own_answers.py): a fallback's share, not a failure
+        fallback = getattr(result, "fallback", False) or getattr(result, "own_answer", False) \
+            or "truncation_marker" in result.failures
         self.stored["by_fallback" if fallback else "by_model"] += 1
         self.failed += 1 if result.failures else 0
         for kind in result.failures:

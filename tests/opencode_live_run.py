@@ -13,7 +13,8 @@ installed by `compaction-guard install opencode`. Mode `manual`: the same plugin
 asked for through `opencode serve` (`POST /session/:id/summarize`). Mode `serve`: no plugin; the
 compaction model is `compaction-guard serve --agent opencode` configured with the README's
 opencode.json snippet (its port the one serve listens on), whose upstream is the scripted
-compaction model. Writes OUTDIR/run.json: each turn's exit status, the requests' kinds
+compaction model. Mode `offline`: the plugin installed by `compaction-guard install opencode --offline`
+into a configuration directory with nothing of npm's in it, as a user's machine has it. Writes OUTDIR/run.json: each turn's exit status and seconds, the requests' kinds
 and the system messages and texts of every main request after the compaction, what serve
 answered, and the summaries opencode stored.
 """
@@ -25,6 +26,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,17 +102,27 @@ def main() -> int:
             env = oc.env_for(home, srv.url_of("main"), cfg=cfg)
         else:
             env = oc.env_for(home, srv.url_of("main"), compaction_url)
-        if mode in ("plugin", "manual"):
-            inst = subprocess.run([sys.executable, str(ROOT / "guard.py"), "install", "opencode", "--format", "json"],
+        if mode == "offline":
+            # as a user's machine has it: nothing of npm's in the config directory (env_for linked the
+            # real SDK there for the other modes); the guard's install marks the SDK for opencode
+            cfgdir = home / ".config" / "opencode"
+            for name in ("package.json", "package-lock.json", "node_modules"):
+                if (cfgdir / name).is_symlink() or (cfgdir / name).is_file():
+                    (cfgdir / name).unlink()
+        if mode in ("plugin", "manual", "offline"):
+            inst = subprocess.run([sys.executable, str(ROOT / "guard.py"), "install", "opencode", "--format", "json"]
+                                  + (["--offline"] if mode == "offline" else []),
                                   env=env, capture_output=True, text=True, timeout=60)
             info["install"] = {"rc": inst.returncode, "stdout": inst.stdout, "stderr": inst.stderr}
         session = None
 
         def turn(text: str) -> None:
             nonlocal session
+            t0 = time.monotonic()
             r = oc.run(binary, work, env, text, session=session, timeout=180)
             session = session or r["session"]
-            info["turns"].append({"rc": r["returncode"], "stderr": r["stderr"][-1500:]})
+            info["turns"].append({"rc": r["returncode"], "stderr": r["stderr"][-1500:],
+                                  "seconds": round(time.monotonic() - t0, 1)})
 
         try:
             turn(first_message(True))

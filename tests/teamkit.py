@@ -49,10 +49,10 @@ def _labels() -> dict:
 
 
 LABELS = _labels()
-VALID_LABELS = ("good", "cut-off")           # a summary cut off is a warning, not a failure
-GOOD = {"openclaw": ["good"], "claude-code": ["good", "cut-off"], "codex": ["good-auto", "good-manual",
+VALID_LABELS = ("good",)        # a summary cut off inside the structure its request asked for fails (#58)
+GOOD = {"openclaw": ["good"], "claude-code": ["good"], "codex": ["good-auto", "good-manual",
         "good-short-auto"], "gemini": ["good-long", "good-short"], "opencode": ["good-long", "good-short"]}
-BAD = {"openclaw": ["empty"], "claude-code": ["loop", "preamble"],
+BAD = {"openclaw": ["empty"], "claude-code": ["loop", "preamble", "cut-off"],
        "codex": ["preamble-auto", "loop-auto", "echo-auto", "language-auto"],
        "gemini": ["preamble-long", "loop", "echo", "language"], "opencode": ["empty", "loop", "preamble-long"]}
 # which machines' agent got a broken compaction (20 machines)

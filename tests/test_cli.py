@@ -162,3 +162,70 @@ def test_json_stays_whole_when_the_check_breaks_part_way(home, tmp_path, monkeyp
     assert cli.main(args + ["--debug"]) == 2
     out, err = capsys.readouterr()
     assert json.loads(out)["status"] == "ERROR" and "Traceback (most recent call last)" in err
+
+
+def test_help_lists_every_command_and_every_flag_on_one_line():
+    from compaction_guard.cli import build_parser
+    p = run_guard("--help")
+    assert p.returncode == 0 and not p.stderr
+    lines = p.stdout.splitlines()
+    for command in ("install NAME", "uninstall NAME", "hook NAME", "hook install|remove", "serve"):
+        (line,) = [ln for ln in lines if ln.startswith(f"  {command} ")]
+        assert len(line.split(None, len(command.split()))[-1]) > 20, line       # and what it does, on that line
+    for action in build_parser()._actions:
+        flag = action.option_strings[-1] if action.option_strings else None
+        if flag and action.help:
+            (line,) = [ln for ln in lines if ln.lstrip().startswith((action.option_strings[0] + " ",
+                                                                     action.option_strings[0] + ","))]
+            assert action.help.split()[0] in line and flag in line, line
+
+
+@pytest.mark.parametrize("argv, shows", [
+    (["install", "--help"], ["claude-code", "opencode", "--offline", "--project", "--home"]),
+    (["uninstall", "--help"], ["codex", "gemini", "--home"]),
+    (["install", "codex", "--help"], ["--home", "--format"]),
+    (["serve", "--help"], ["--port", "--host", "--provider", "--base-url", "--observe", "--agent"]),
+    (["hook", "--help"], ["hook NAME", "stdin", "claude-code"]),
+    (["hook", "codex", "--help"], ["hook NAME"]),
+])
+def test_each_command_has_its_help(argv, shows):
+    p = run_guard(*argv)
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    assert all(s in p.stdout for s in shows), p.stdout
+
+
+def _one_line(p) -> str:
+    assert p.returncode == 2 and "Traceback" not in p.stderr + p.stdout, p.stderr
+    (line,) = p.stderr.splitlines()
+    return line
+
+
+def test_serve_with_a_port_out_of_range_or_taken_is_one_line_and_says_nothing_before(tmp_path):
+    import socket
+    up = ["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    assert "99999 is not a port" in _one_line(run_guard("serve", *up, "--port", "99999", home=tmp_path))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        p = run_guard("serve", *up, "--port", str(port), home=tmp_path)
+    line = _one_line(p)
+    assert f"127.0.0.1:{port} is already in use" in line and "on http://" not in p.stderr and not p.stdout
+    assert "install takes the agent" in _one_line(run_guard("install"))
+
+
+def test_no_store_anywhere_is_said_once_and_short(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENCLAW_STATE_DIR", raising=False)
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW", "CLAUDE", "CODEX", "GEMINI", "XDG_"))}
+    env["HOME"] = str(tmp_path)
+    p = subprocess.run([sys.executable, str(ROOT / "guard.py"), "--check"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    line = _one_line(p)
+    assert line.startswith(f"compaction-guard: no compaction store of any agent found: looked for OpenClaw in "
+                           f"{tmp_path / '.openclaw'}, Claude Code in {tmp_path / '.claude'}, ")
+    assert "OPENCLAW_STATE_DIR" in line and "CODEX_HOME" in line
+    assert len(line.replace(str(tmp_path), "~")) < 500 and "looked for" not in p.stdout and "Status: NO_STORE" in p.stdout

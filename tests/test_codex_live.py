@@ -105,3 +105,25 @@ def test_a_preamble_from_a_manual_or_pre_turn_compaction_is_caught_and_told(tmp_
     assert len(warned) == 1 and warned[0] > summary_at and texts[warned[0]][0] == "developer", texts
     p = guard(env, "--agent", "codex", "--check", "--format", "json")
     assert p.returncode == 1 and json.loads(p.stdout)["failures_by_kind"] == {"empty": 1}, p.stdout[-1500:]
+
+
+def test_codex_asks_to_trust_the_guards_hooks_at_start_as_the_readme_says(tmp_path):
+    """The README's step 2 for Codex, against the real TUI: after `install codex`, Codex 0.171 asks at
+    its start ("Hooks need review"); "Trust all and continue" trusts the guard's four entries."""
+    import shutil
+    require(binary() is not None, "Codex", "tests/recordings/codex/setup_codex.sh", "GUARD_REQUIRE_CODEX")
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is needed to run Codex's TUI") if os.environ.get("GUARD_REQUIRE_CODEX") == "1" else \
+            pytest.skip("tmux is needed to run Codex's TUI")
+    run = live_run("codex_trust_run.py", "trust", tmp_path / "trust", "tui")
+    assert run["install"]["rc"] == 0 and '"Trust all and continue"' in run["install"]["stdout"], run["install"]
+    screen = run["start_screen"]
+    assert "Hooks need review" in screen and "4 hooks are new or changed" in screen, screen
+    assert "Trust all and continue" in screen, screen
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert '"Hooks need review"' in readme and '"Trust all and continue"' in readme
+    assert "Hooks need review" not in run["after_screen"], run["after_screen"]
+    trusted = [ln for ln in run["config"].splitlines() if ln.startswith('[hooks.state."')]
+    events = sorted(t.split(":")[-3] for t in trusted)
+    assert events == ["post_compact", "pre_compact", "session_start", "user_prompt_submit"], run["config"]
+    assert run["config"].count("trusted_hash = \"sha256:") == 4

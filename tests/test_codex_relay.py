@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "codex"))
 
 from codex_real import binary, rollout_for  # noqa: E402
-from livekit import check_passes_or_names_the_fallback, guard, require, session  # noqa: E402
+from livekit import check_passes_and_knows_the_guards_l3, guard, require, session  # noqa: E402
 
 from compaction_guard.agents.codex.store import summary_of  # noqa: E402
 from compaction_guard.structured import NOTE  # noqa: E402
@@ -83,8 +83,8 @@ def test_every_compaction_leaves_the_upstreams_good_answer_or_the_guards_in_the_
     assert any(script["good_l2"] in t for t in texts), texts[-3:]
 
 
-def test_the_state_has_each_verdict_and_a_plain_check_passes_them_or_names_the_fallback(run):
+def test_the_state_has_each_verdict_and_a_plain_check_passes_them_knowing_the_guards_l3(run):
     info, home, env = run
     doc = json.loads(guard(env, "--agent", "codex", "--report", "--format", "json").stdout)
     assert doc["level_usage"] == {"l1_normal": 1, "l2_aggressive": 1, "l3_deterministic": 4}, doc["level_usage"]
-    check_passes_or_names_the_fallback(env, "codex", 6)
+    check_passes_and_knows_the_guards_l3(env, "codex", 6)

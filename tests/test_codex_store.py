@@ -127,6 +127,10 @@ def test_the_hook_checks_each_compaction_and_warns_once(tmp_path):
     assert run_hook(home, ask) == ""                                          # once
     st = json.loads(guard(home, "--agent", "codex", "--status", "--format", "json").stdout)
     assert st["status"] == "DEGRADED" and st["failed_since_check"][0]["session"] == f"codex:{session}"
+    # the check reads the same compaction: one session, under the hook's key, in --report
+    assert guard(home, "--agent", "codex", "--check").returncode == 1
+    report = json.loads(guard(home, "--agent", "codex", "--report", "--format", "json").stdout)
+    assert [x["session"] for x in report["failed_sessions"]] == [f"codex:{session}"]
 
 
 def test_a_precompact_with_no_compaction_after_it_is_a_dropped_compaction(tmp_path):
@@ -138,6 +142,11 @@ def test_a_precompact_with_no_compaction_after_it_is_a_dropped_compaction(tmp_pa
     p = guard(home, "--agent", "codex", "--check")
     assert p.returncode == 1 and f"dropped compaction: codex:{session}" in p.stdout
     assert "its compaction call answered 1 output token(s)" in p.stdout
+    report = guard(home, "--agent", "codex", "--report").stdout
+    assert "(no summary stored: the compaction was dropped)" in report and "(LNone)" not in report, report
+    # checked again with nothing new: the session's latest compaction is still the dropped one
+    again = guard(home, "--agent", "codex", "--check")
+    assert again.returncode == 1 and f"Status: DEGRADED: 1 session whose last compaction failed" in again.stdout
     rep = json.loads(guard(home, "--agent", "codex", "--report", "--format", "json").stdout)
     assert rep["failures_total"] == 1 and rep["stored_summaries"]["by_model"] == 0
     assert run_hook(home, start) == ""           # counted once

@@ -146,3 +146,21 @@ def test_install_keeps_the_users_settings_and_hooks_and_uninstall_takes_only_the
     settings.write_text("{not json")
     p = guard("install", "gemini")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "settings.json" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_check_between_the_compression_and_the_next_model_call_does_not_silence_the_warning(tmp_path):
+    """The check and the hook keep a session's verdict under one key: a check that read the failed
+    compression first (a cron job) has told the model nothing, so the hook still warns it, once."""
+    home, lines, transcript = home_with(tmp_path)
+    at = compression_line(lines)
+    layout = resolve({"HOME": str(home)})
+    transcript.write_bytes(b"".join(lines[:at]))
+    assert run_hook(home, event("live-preamble-BeforeModel-first", transcript)) == ""
+    transcript.write_bytes(b"".join(lines[:at + 3]))
+    rep = operations.check(layout)
+    assert rep.status == "DEGRADED" and [a["session"] for a in rep.affected] == [f"gemini:{SESSION}"]
+    said = json.loads(run_hook(home, event("live-preamble-BeforeModel", transcript)))["hookSpecificOutput"]
+    assert GUARD_LINE in said["llm_request"]["messages"][0]["content"]
+    later = json.loads(run_hook(home, event("live-preamble-BeforeModel", transcript)))
+    assert GUARD_LINE not in later["hookSpecificOutput"]["llm_request"]["messages"][0]["content"]
+    assert operations.status(layout)["sessions_affected"] == 1

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "recordings" / "gemini"))
 
 import gemini_real as g  # noqa: E402
-from livekit import check_passes_or_names_the_fallback, guard, require, session  # noqa: E402
+from livekit import check_passes_and_knows_the_guards_l3, guard, require, session  # noqa: E402
 
 from compaction_guard.structured import NOTE  # noqa: E402
 
@@ -84,8 +84,8 @@ def test_both_calls_of_every_compression_are_checked_and_the_session_keeps_a_goo
     assert any(script["good_l2"] in t for req in info["after"] for _role, t in req), info["after"][:1]
 
 
-def test_the_state_has_each_verdict_and_a_plain_check_passes_them_or_names_the_fallback(run):
+def test_the_state_has_each_verdict_and_a_plain_check_passes_them_knowing_the_guards_l3(run):
     info, home, env = run
     doc = json.loads(guard(env, "--agent", "gemini", "--report", "--format", "json").stdout)
     assert doc["level_usage"] == {"l1_normal": 2, "l2_aggressive": 1, "l3_deterministic": 5}, doc["level_usage"]
-    check_passes_or_names_the_fallback(env, "gemini", 4)
+    check_passes_and_knows_the_guards_l3(env, "gemini", 4)

@@ -31,11 +31,14 @@ def test_serve_as_lossless_claws_summary_model_stores_its_shape_where_the_model_
         assert "OPS-4412" in text
     log = (tmp_path / "run" / "serve.log").read_text()
     assert "answered at L3" in log and "format" in log           # the loop lacked the footer too
-    # the guard's own check of that lcm.db: what its L3 wrote counts as a fallback, nothing else
+    # the guard's own check of that lcm.db: what its L3 wrote (serve recorded a key of each answer) is
+    # level usage, counted as a fallback's, and no failure
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "GUARD_", "LCM_"))}
     state = tmp_path / "run" / "home" / ".openclaw"
     env.update(HOME=str(tmp_path / "run" / "home"), OPENCLAW_STATE_DIR=str(state))
     p = subprocess.run([sys.executable, str(ROOT / "guard.py"), "--check", "--file", str(state / "lcm.db"), "--format",
                         "json"], env=env, capture_output=True, text=True, timeout=120)
     doc = json.loads(p.stdout)
-    assert [r["failures"] for r in doc["results"]] == [["truncation_marker"]] * len(run["summaries"]), p.stdout[-2000:]
+    assert [(r["failures"], r.get("guard_l3")) for r in doc["results"]] == [([], True)] * len(run["summaries"]), \
+        p.stdout[-2000:]
+    assert doc["status"] == "HEALTHY" and doc["written_by_fallback"] == len(run["summaries"]), p.stdout[-2000:]

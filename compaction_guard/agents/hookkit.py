@@ -132,13 +132,13 @@ def record_verdict(layout, settings, key: str, entry: dict, record=None, result=
     and, when `record` is the stored summary (its `key` its identity in the count ledger),
     counted once with the checks' counts and its event handed to a team's telemetry
     (verdicts.count_once, state.StateStore.update)."""
-    from ..state import StateStore, state_path
+    from ..state import StateStore, keep_verdict, state_path
     store = StateStore(state_path(layout), settings, agent=layout.agent)
     with store.update() as state:
         if record is not None and result is not None:
             from ..verdicts import count_once
             count_once(store, state, record, result, settings, layout.agent)
-        state["sessions"][key] = entry
+        keep_verdict(state, key, entry)
 
 
 def warning_text(failures: list, reason: str, lost: list, ask: str, transcript) -> str:
@@ -197,11 +197,20 @@ def newest_record(source, settings):
     return last
 
 
+_QUOTED_RE = re.compile(r"'([^'\s]{2,80})'")
+
+
 def lost_in(record, result) -> tuple:
-    """(the reason, the identifiers dropped, the user's last request) of one judged compaction."""
+    """(the reason, the identifiers dropped, the user's last request) of one judged compaction.
+    Every identifier the reason itself names as missing (a constant, a version, a figure: one
+    word that is not only letters, in the history and not in the summary) is in the list too."""
     history = record.input_text or ""
-    lost = [i for i in identifiers_of(history, 40) if i not in record.content][:12]
-    return next(iter(result.reasons.values()), "")[:400], lost, last_request(history)
+    content = record.content if isinstance(record.content, str) else ""
+    reason = next(iter(result.reasons.values()), "")[:400]
+    lost = [i for i in identifiers_of(history, 40) if i not in content][:12]
+    lost += [q for q in dict.fromkeys(_QUOTED_RE.findall(reason))
+             if not q.isalpha() and q not in lost and q in history and q not in content]
+    return reason, lost, last_request(history)
 
 
 def command(mark_words: str) -> str:
@@ -277,7 +286,7 @@ def entries_text(action: str, doc: dict, key: str, agent: str, after: str = "") 
         what = f"added on {', '.join(doc['added'])}" if doc["added"] else "already there, nothing changed"
         return (f"{doc[key]}: hook entries {what}\n  they run: {doc['command']}\n"
                 f"  verdicts go to {doc['state']} (compaction-guard --agent {agent} --status / --report)\n{after}")
-    what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "none were there, nothing changed"
+    what = f"removed from {', '.join(doc['removed'])}" if doc["removed"] else "not there (none of the guard's), nothing changed"
     return f"{doc[key]}: hook entries {what}\n"
 
 

@@ -114,8 +114,7 @@ def _rare_word(settings, history: str):
     words of any language, not the compactors' own, not an everyday word of English or the history's
     language: data/everyday.bin), or a CJK character pair with no hiragana (kana pairs are grammar)."""
     from . import lexicon
-    from .empty import template_units
-    from .grounding import common_units
+    from .vocabulary import common_units, template_units
     from .language import identify
     skip = common_units() | template_units()
     filters = [f for x in dict.fromkeys(("en", identify(history[:2000])[0])) if (f := lexicon.everyday(x))]

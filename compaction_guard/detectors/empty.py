@@ -21,6 +21,7 @@ from ..reasoning import Reasoning, strip_reasoning
 from ..tokens import CJK_CLASS, CJK_RUN_RE, PIECE, count_matches, pieces
 from .identifiers import scan
 from .overlap import SEPARATORS, WIDE_PUNCT_RE, units
+from .vocabulary import _vocabulary, common_units, template_units  # noqa: F401 - template_units: read here too
 
 # ---------------------------------------------------------------------------
 # Placeholders: text a compactor stores when it had no summary.
@@ -419,66 +420,9 @@ def _words_that_carry_nothing() -> frozenset:
 
 
 @lru_cache(maxsize=1)
-def _vocabulary() -> tuple:
-    """(the units that carry nothing, with their inflections; the units both the template and
-    work text use: the vocabulary's `~` lines, which weigh nothing either way; the units that
-    carry nothing as the files list them)."""
-    from importlib.resources import files
-    out, shared, raw = set(), set(), set()
-    for name in ("compaction_vocabulary.txt", "nothing_words.txt"):
-        text = files("compaction_guard").joinpath(f"data/{name}").read_text(encoding="utf-8")
-        for line in text.splitlines():
-            if not line or line.startswith("#"):
-                continue
-            if line.startswith("~"):
-                shared.update(units(line[1:]))
-                continue
-            words = line.split()[1:] if name == "nothing_words.txt" else line.split()
-            for w in words:
-                for u in units(w):
-                    raw.add(u)
-                    out.update(_inflected(u))
-    return frozenset(out), frozenset(shared - out), frozenset(raw)
-
-
-def template_units() -> frozenset:
-    """The compactors' own words and the words of "nothing" (data/compaction_vocabulary.txt,
-    data/nothing_words.txt) as word units: no specific content of any history (grounding
-    leaves them out of what a summary shares with its history), as the files list them."""
-    return _vocabulary()[2]
-
-
-_SUFFIXES = (b"ing", b"ed", b"es", b"s", b"d")
-
-
-def _inflected(u) -> set:
-    """A word and its English inflections, crudely (`reference`: `references`, `referenced`,
-    `referencing`; `summarize`: `summarized`, `summarizing`): the compactors' words are English,
-    and a model writes them inflected otherwise. Listed once, when the vocabulary is read, so
-    a summary's words are looked up in one set."""
-    out = {u}
-    if isinstance(u, bytes) and len(u) > 3 and u.isalpha():
-        stem = u
-        for suf in _SUFFIXES:             # `decisions`, `needed`: from their stem
-            if len(u) > len(suf) + 3 and u.endswith(suf):
-                stem = u[:-len(suf)]
-                break
-        stem = stem.rstrip(b"e")
-        out.add(stem)
-        for base in (stem, stem + b"e"):
-            out.add(base)
-            for suf in _SUFFIXES + (b"er", b"ers"):
-                out.add(base + suf)
-        if u.endswith(b"y"):
-            out.update((u[:-1] + b"ies", u[:-1] + b"ied"))
-    return out
-
-
-@lru_cache(maxsize=1)
 def _skip_units() -> tuple:
     """(the units that are never content: the most frequent words of every language and the
     words both the template and work text use; the template's units; the two together)."""
-    from .grounding import common_units
     import string
     # the ASCII units under 3 bytes, never content: left out by the set operations themselves
     short = {(a + b).encode() for a in string.ascii_lowercase for b in [""] + list(string.ascii_lowercase)}

@@ -46,27 +46,14 @@ from ..tokens import CJK_RE
 from . import identifiers as ids
 from .language import _name, identify
 from .overlap import InputView, units
+from .vocabulary import common_units, template_units
 
 
 @lru_cache(maxsize=1)
 def _never_specific() -> frozenset:
     """The units that are no history's specific content: the most frequent words of every
-    language and the template's words (empty.template_units), made once."""
-    from .empty import template_units
+    language and the template's words (vocabulary.template_units), made once."""
     return common_units() | template_units()
-
-
-@lru_cache(maxsize=1)
-def common_units() -> frozenset:
-    """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts),
-    read once per process."""
-    from importlib.resources import files
-    out = set()
-    text = files("compaction_guard").joinpath("data/common_words.txt").read_text(encoding="utf-8")
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            out.add(line if len(line) == 2 and CJK_RE.search(line) else line.encode("utf-8"))
-    return frozenset(out)
 
 
 def is_content(unit, common) -> bool:

@@ -499,6 +499,18 @@ def _describe(unit: bytes) -> str:
     return unit[:200].decode("utf-8", "ignore").strip()[:50]
 
 
+def _quoted(unit: bytes, content: str) -> str:
+    """The unit as the summary first writes it, its digits and spacing its own (`DATA-771`, where
+    the unit reads `DATA-0`): what a reason quotes. The unit itself when it is not found."""
+    shown = _describe(unit)
+    if not any(c.isdigit() or c.isspace() for c in shown):
+        return shown
+    pattern = "".join(r"\d+" if c == "0" else r"\s+" if c.isspace() else re.escape(c)
+                      for c in re.sub(r"\s+", " ", shown))
+    m = re.search(pattern, content)
+    return m.group(0)[:80] if m else shown
+
+
 def _line_run(content: str) -> int:
     """The longest run of identical consecutive lines (digits set aside, spacing stripped)."""
     best = run = 0
@@ -562,7 +574,7 @@ def _verdict(content: str, data: bytes, stretch: Stretch, settings, input_text: 
     if loop and masked and _lines_from_input(content, share, input_text, settings) \
             and not (word_for_word if word_for_word is not None else _word_for_word(content, settings)):
         return False, unit, copies, at_end, share, Finding(
-            "repetitive", f"{_describe(unit)!r} repeated {copies} times with only its numbers changing, each a line "
+            "repetitive", f"{_quoted(unit, content)!r} repeated {copies} times with only its numbers changing, each a line "
             "of the input: picked from the history", failure=False,
             figures={"unit": _describe(unit), "copies": copies, "loop_share": round(share, 3)})
     return loop, unit, copies, at_end, share, None
@@ -618,7 +630,7 @@ def detect(content: str, settings, input_text: Optional[str] = None, cut_off: Op
         figures = {"unit": _describe(unit), "unit_bytes": len(unit), "copies": copies, "loop_bytes": looped,
                    "loop_share": round(share, 3), "runs_to_end": at_end,
                    "compression_ratio": nov.ratio or round(n / max(1, compressed_size(data)), 2)}
-        what = f"{_describe(unit)!r} repeated {copies} times"
+        what = f"{_quoted(unit, content)!r} repeated {copies} times"
         if loop and _explained_by_input(unit, copies, input_text):
             return [Finding("repetitive", f"{what}, as in its input", failure=False, figures=figures)]
         if loop:
@@ -644,7 +656,7 @@ def detect(content: str, settings, input_text: Optional[str] = None, cut_off: Op
             and final.length >= max(settings.loop_template_min_bytes, settings.loop_template_min_share * n) \
             and not _copied_from_input(data, final, input_text):
         unit = data[final.start:final.start + 48]
-        warn = Finding("repetitive", f"text like {_describe(unit)!r} repeated with only a few words changing, "
+        warn = Finding("repetitive", f"text like {_quoted(unit, content)!r} repeated with only a few words changing, "
                        f"{final.length / n:.0%} of the summary, up to a cut", failure=False,
                        figures={"unit": _describe(unit), "loop_bytes": final.length,
                                 "loop_share": round(final.length / n, 3), "runs_to_end": True})

@@ -9,6 +9,7 @@ import socket
 import urllib.parse
 from pathlib import Path
 
+from .. import listen
 from ..errors import GuardError
 from ..redact import safe_url
 
@@ -214,11 +215,12 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     from .core import Proxy
     from .upstream import Upstream
     upstream = Upstream(choice, settings, env)
+    sock = listen.bind(host, port)      # before it says where: a taken port is one line, exit 2
     proxy = Proxy(upstream, settings, home, observe, logger=_log)
     proxy.warm()
     _log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
          + (" (observe: replies returned unchanged)" if observe else ""))
-    return _run(build_app(proxy, settings, token), proxy, settings, host, port, ready)
+    return _run(build_app(proxy, settings, token), proxy, settings, host, port, ready, sock=sock)
 
 
 def _log(line: str) -> None:
@@ -241,6 +243,7 @@ def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) ->
     if points_at_guard(base_url):
         raise GuardError(f"--base-url {safe_url(base_url)} is another compaction-guard serve; point it at the API "
                          "itself")
+    sock = listen.bind(host, port)      # before it says where: a taken port is one line, exit 2
     proxy = Proxy(None, settings, home, observe, logger=_log,
                   describe=f"{agent.title}'s upstream {safe_url(base_url)} (relayed)")
     relay = Relay(agent, base_url, proxy, settings, token=token, logger=_log)
@@ -249,11 +252,11 @@ def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) ->
          f"(point {relay.spec.variable} at http://{host}:{port}; only its compactions are checked), state "
          f"{proxy.store.path}" + (" (observe: answers returned unchanged)" if observe else ""))
     # the upstream's own Date and Server headers are relayed: uvicorn adds none of its own
-    return _run(build_app(proxy, settings, token, relay=relay), proxy, settings, host, port, ready,
+    return _run(build_app(proxy, settings, token, relay=relay), proxy, settings, host, port, ready, sock=sock,
                 server_header=False, date_header=False)
 
 
-def _run(app, proxy, settings, host, port, ready, **options) -> int:
+def _run(app, proxy, settings, host, port, ready, sock=None, **options) -> int:
     import uvicorn
     # on SIGTERM, compactions in flight wait at most serve_shutdown_seconds - 5 s more for the
     # upstream, then answer at L3 (Proxy.stopping): the server is down within
@@ -264,5 +267,5 @@ def _run(app, proxy, settings, host, port, ready, **options) -> int:
     server = _server_class()(config, proxy)
     if ready is not None:
         ready(server)
-    server.run()
+    server.run(sockets=None if sock is None else [sock])
     return 0

@@ -1030,11 +1030,13 @@ def main(argv=None) -> int:
         ("ungrounded", ("swapped", "pages", "pairs", "grounding"), TARGET_UNGROUNDED_RECALL, "text about another "
          "subject in the same genre shares its vocabulary (files, options, commands); short ones are not judged"),
     )
+    pending = 0             # targets printed as not yet held: the closing line says so
     for kind, sets, target, why in short_of:
         for st in sets:
             c = _sum(res["cells"], lambda s, lang, k: s == st and k == kind)
             if c["pos"] and c["hit"] / c["pos"] < target:
                 sep = ";" if kind == "language_drift" else ":"
+                pending += 1
                 say(f"\nnot yet held: {st}/{kind} recall {c['hit']}/{c['pos']} "
                       f"= {c['hit'] / c['pos']:.0%}, target {target:.0%}{sep} {why}")
     real = [(label, v) for (s, label), v in res.get("must_fail", {}).items() if s in SESSION_SETS
@@ -1052,6 +1054,7 @@ def main(argv=None) -> int:
             why = ("with only tokensBefore known, content the model invented cannot be told from a summary of "
                    "the history it never saw (a request about heartbeats, a JSON record, a chat to the user); with "
                    "the history known the same texts are held (see the set without /tokens)")
+            pending += 1
             say(f"\nnot yet held: {st}: {failed}/{n} = {failed / n:.0%} raised a failure, target "
                 f"{TARGET_EMPTY_RECALL:.0%}: {why}")
     if args.ungrounded_review:
@@ -1088,7 +1091,8 @@ def main(argv=None) -> int:
     if problems:
         say("\nTARGETS MISSED:\n  " + "\n  ".join(problems))
         return 1
-    say("\nall targets met")
+    say("\nthe targets CI holds are met" + (f"; {pending} target{'s' if pending != 1 else ''} printed above as not yet "
+                                            "held (not enforced)" if pending else "; every target is held"))
     return 0
 
 

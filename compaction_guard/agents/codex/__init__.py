@@ -32,8 +32,9 @@ class Codex(Agent):
     def install_text(self, action: str, doc: dict) -> str:
         from ..hookkit import entries_text
         return entries_text(action, doc, "hooks", self.name,
-                            "  Codex runs a hook only once it is trusted: open codex, type /hooks and trust the guard's "
-                            "entries (codex exec: --dangerously-bypass-hook-trust runs them untrusted)\n")
+                            "  Codex runs a hook only once it is trusted: at its next start Codex asks (\"Hooks need "
+                            "review\"): choose \"Trust all and continue\" (or review them; /hooks later)\n"
+                            if action == "install" else "")
 
 
 AGENT = Codex()

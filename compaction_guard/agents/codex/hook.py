@@ -21,8 +21,9 @@ gives no hook the summary: it is the rollout's newest `compacted` line):
   summary). With no mark, the whole of the path is two stat() calls.
 Whatever happens inside, it exits 0 and prints nothing it should not: it never breaks Codex.
 
-Codex runs a hook only once the user trusted it (`/hooks` in the TUI; `codex exec
---dangerously-bypass-hook-trust` runs untrusted ones).
+Codex runs a hook only once the user trusted it: Codex 0.171 asks at its start ("Hooks need review",
+"Trust all and continue"), `/hooks` in the TUI lists them; `codex exec --dangerously-bypass-hook-trust`
+runs untrusted ones.
 """
 from __future__ import annotations
 
@@ -132,7 +133,7 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
     """A PreCompact with no PostCompact after it: if the rollout holds no new compaction, Codex
     dropped it. Counted as an `empty` failure (no summary was stored: the stored-summary
     counts do not move), once: the mark goes."""
-    from ...state import StateStore, apply_counts, now_iso, state_path
+    from ...state import StateStore, apply_counts, keep_verdict, now_iso, state_path
     from . import store
     try:
         info = json.loads(mark.read_text(encoding="utf-8"))
@@ -158,10 +159,10 @@ def _dropped(layout, session: str, mark: Path, settings) -> None:
                              "entries": [{"summary_id": f"dropped@{turn}", "failure_type": "empty", "level_used": None,
                                           "input_tokens": None, "output_tokens": None, "detected_at": when,
                                           "source": store.KIND}]})
-        state["sessions"][f"{store.KIND}:{session}"] = {
+        keep_verdict(state, f"{store.KIND}:{session}", {
             "id": f"dropped@{turn}", "failures": ["empty"], "at": when, "trigger": info.get("trigger"),
             "transcript": transcript if isinstance(transcript, str) else None, "dropped": True,
-            "compaction_output_tokens": answered}
+            "compaction_output_tokens": answered})
 
 
 def _compaction_answer(path: Path, turn: str):

@@ -134,7 +134,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     """The session file's newest compression judged, its verdict recorded; the full warning
     for the model when it failed, else ''."""
     from ...check import check_record
-    from ...state import StateStore, now_iso, state_path
+    from ...state import StateStore, keep_verdict, now_iso, state_path
     from ...verdicts import count_once
     from . import store
     src = store.SessionSource(Path(transcript))
@@ -146,8 +146,9 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
     states = StateStore(state_path(layout), settings, agent=layout.agent)
     with states.update() as state:
         before = state["sessions"].get(key)
-        if isinstance(before, dict) and before.get("id") == last.id:
-            return ""               # judged already (a resume reloaded it)
+        if isinstance(before, dict) and before.get("id") == last.id and before.get("transcript"):
+            return ""               # judged already by this hook (a resume reloaded it); a check's verdict
+            #                         alone (no transcript) has told the model nothing yet
         result = check_record(last, settings)
         # counted once (the next check of the sessions does not count it again)
         count_once(states, state, last, result, settings, layout.agent)
@@ -155,7 +156,7 @@ def _judge(layout, session: str, transcript: str, settings) -> str:
         entry = {"id": last.id, "failures": list(result.failures), "at": now_iso(), "transcript": transcript}
         if result.failures:
             entry["warned_at"] = now_iso()
-        state["sessions"][key] = entry
+        keep_verdict(state, key, entry)
     failed = warn_mark(layout, session)
     if not result.failures:
         failed.unlink(missing_ok=True)

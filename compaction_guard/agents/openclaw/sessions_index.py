@@ -33,6 +33,11 @@ class SessionUsage:
     fresh: Optional[bool] = None
 
     @property
+    def scope(self) -> str:
+        """The key the session's compaction verdicts are kept under (entries.py's stale_scope)."""
+        return f"session:{self.session_id}"
+
+    @property
     def share(self) -> float:
         return self.total_tokens / self.context_tokens if self.context_tokens else 0.0
 

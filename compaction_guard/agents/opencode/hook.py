@@ -72,13 +72,17 @@ def note_text(failures: list, db) -> str:
 
 def _judge(layout, session: str, message: str, settings) -> str:
     from ...check import check_record
-    from ...state import now_iso
+    from ...own_answers import NAME, Matcher
+    from ...state import StateStore, now_iso, state_path
     from . import store
     src, rec = _find(layout, message, settings)
     if rec is None:
         hookkit.log_problem(layout.guard_dir, f"summary {message[:80]} not found in {layout.describe()}")
         return ""
     rec.key = src.count_key(rec)
+    if NAME in (rec.content or ""):
+        # the guard's own L3 answer (serve as opencode's compaction model): its note is no failure
+        rec.own_answer = Matcher(StateStore(state_path(layout), settings).read())(rec.content)
     result = check_record(rec, settings)
     failures = list(result.failures)
     entry = {"id": rec.id, "failures": failures, "at": now_iso(), "transcript": str(src.path)}
@@ -124,21 +128,22 @@ def install(layout: OpencodeLayout, args=None, argv: list | None = None) -> dict
     from ...errors import GuardError
     target = layout.plugin_dir / PLUGIN
     text = plugin_text(layout, argv)
-    if target.exists():
-        old = target.read_text(encoding="utf-8", errors="replace")
-        if MARK not in old:
-            raise GuardError(f"{target}: a plugin of that name that is not the guard's is there; move it away, "
-                             "then run this again")
-        if old == text:
-            return {"plugin": str(target), "written": False, "state": str(layout.guard_dir / "state.yaml")}
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{PLUGIN}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(target)
-    except OSError as exc:
-        raise GuardError(f"{target}: cannot be written ({exc.strerror}); check its permissions") from None
-    return {"plugin": str(target), "written": True, "state": str(layout.guard_dir / "state.yaml")}
+    doc = {"plugin": str(target), "written": False, "state": str(layout.guard_dir / "state.yaml")}
+    old = target.read_text(encoding="utf-8", errors="replace") if target.exists() else None
+    if old is not None and MARK not in old:
+        raise GuardError(f"{target}: a plugin of that name that is not the guard's is there; move it away, "
+                         "then run this again")
+    if old != text:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{PLUGIN}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(target)
+        except OSError as exc:
+            raise GuardError(f"{target}: cannot be written ({exc.strerror}); check its permissions") from None
+        doc["written"] = True
+    doc["sdk"] = _sdk_state(layout.config_dir, bool(getattr(args, "offline", False)))
+    return doc
 
 
 def uninstall(layout: OpencodeLayout, args=None) -> dict:
@@ -147,4 +152,74 @@ def uninstall(layout: OpencodeLayout, args=None) -> dict:
     if target.exists() and MARK in target.read_text(encoding="utf-8", errors="replace"):
         target.unlink()
         removed = True
-    return {"plugin": str(target), "removed": removed}
+    return {"plugin": str(target), "removed": removed, "offline_lock_removed": _unmark_offline(layout.config_dir)}
+
+
+# ------------------------------------------------------------------ opencode's own npm install
+# opencode 1.18, at every start, runs an npm install of its plugin SDK (@opencode-ai/plugin) into each
+# configuration directory it loads, unless `node_modules` is there and package-lock.json's root lists
+# every dependency package.json declares and the SDK; when any plugin is installed (the guard's is one)
+# it waits for that install before it goes on. Without npm's registry the install fails after about
+# 70 s, at every start (tests/recordings/opencode/FINDINGS.md, "Plugins"). The guard's plugin imports
+# nothing, so it needs no SDK; a plugin or tool of the user's that imports it needs the real one.
+SDK = "@opencode-ai/plugin"
+OFFLINE_NOTE = ("written by `compaction-guard install opencode --offline`: opencode's start does not wait for an npm "
+                "install of @opencode-ai/plugin; `npm install @opencode-ai/plugin` here installs the real one")
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _names(d: dict) -> set:
+    return {k for field in ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies")
+            for k in (d.get(field) if isinstance(d.get(field), dict) else {})}
+
+
+def sdk_ready(config_dir: Path) -> bool:
+    """Whether opencode skips its npm install in `config_dir` at start (what opencode 1.18 checks)."""
+    if not (config_dir / "node_modules").exists():
+        return False
+    root = (_json(config_dir / "package-lock.json").get("packages") or {}).get("") or {}
+    return (_names(_json(config_dir / "package.json")) | {SDK}) <= _names(root if isinstance(root, dict) else {})
+
+
+def _sdk_state(config_dir: Path, offline: bool) -> str:
+    """"ready" (opencode installs nothing at start), "marked" (--offline wrote the lock that says so),
+    "npm" (opencode will install the SDK at its next start), or "theirs" (--offline, but package.json,
+    package-lock.json or node_modules of the user's are there: left alone)."""
+    from ...errors import GuardError
+    if sdk_ready(config_dir):
+        return "ready"
+    if not offline:
+        return "npm"
+    if any((config_dir / n).exists() for n in ("package.json", "package-lock.json", "node_modules")):
+        return "theirs"
+    lock = {"name": "opencode-config", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"dependencies": {SDK: "*"}}}, "compaction-guard": OFFLINE_NOTE}
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True)
+        (config_dir / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
+        (config_dir / "node_modules").mkdir()
+    except OSError as exc:
+        raise GuardError(f"{config_dir}: cannot be written ({exc.strerror}); check its permissions") from None
+    return "marked"
+
+
+def _unmark_offline(config_dir: Path) -> bool:
+    """Take away what --offline wrote, if it is still only that (npm has not installed there since)."""
+    lock = config_dir / "package-lock.json"
+    if _json(lock).get("compaction-guard") != OFFLINE_NOTE:
+        return False
+    modules = config_dir / "node_modules"
+    try:
+        if modules.is_dir() and not any(modules.iterdir()):
+            modules.rmdir()
+        lock.unlink()
+    except OSError:
+        return False
+    return True
