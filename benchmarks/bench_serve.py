@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_llm import B, FakeLLM, ok  # noqa: E402
+from modelkit.behaviours import B, FakeLLM, ok  # noqa: E402
 
 HISTORY = ("user: the deploy of v2.3.1 to staging failed on web-3 with exit 137 (OOM); assistant: raised the memory "
            "limit to 2 GiB in deploy/values.yaml and re-ran it; it passed. ") * 40

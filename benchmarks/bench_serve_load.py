@@ -5,7 +5,7 @@ the upstream (the reference: what the guard adds).
     python3 benchmarks/bench_serve_load.py [--quick]
 
 The guard runs as users run it (`guard.py serve`, its own process, on 127.0.0.1), its upstream
-the scripted model server of the tests (tests/fake_llm.py, real HTTP, a good summary after
+the scripted model server of the tests (tests/modelkit/behaviours.py, real HTTP, a good summary after
 0.2 s). Each request is OpenClaw's own compaction request (tests/data/openclaw-live, as
 OpenClaw 2026.9.6 sent it) with its conversation replaced by real histories of the openclaw
 set, repeated to ~100,000 tokens (about 450 KB); the large ones are filled to just under
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_llm import B, FakeLLM  # noqa: E402
+from modelkit.behaviours import B, FakeLLM  # noqa: E402
 
 
 def free_port() -> int:

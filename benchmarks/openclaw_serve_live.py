@@ -1,7 +1,7 @@
 """OpenClaw's real compactions through `compaction-guard serve`, with a real small model as the upstream.
 
 OpenClaw 2026.9.6's gateway on 127.0.0.1 (the pinned install of scripts/setup_openclaw.sh), its turns
-answered by the scripted model (tests/scripted_openai.py), only its compaction routed through `serve`
+answered by the scripted model (tests/modelkit/openai_chat.py), only its compaction routed through `serve`
 (agents.defaults.compaction.model), serve's upstream SmolLM2-135M on this CPU (`--provider local`).
 Each session: five turns of real human text in one language (tests/corpus/real/human.jsonl), then a
 forced compaction (`openclaw sessions compact`). Printed: per mode, how many compactions OpenClaw
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
 from openclaw_real import env_for, free_port, node, openclaw, package, install  # noqa: E402
-from scripted_openai import ScriptedOpenAI  # noqa: E402
+from modelkit.openai_chat import ScriptedOpenAI  # noqa: E402
 
 
 def config(model_port: int, serve_port: int, gateway_port: int, workspace: Path, mode: str) -> dict:

@@ -3,7 +3,7 @@
     unshare -n python3 tests/codex_live_run.py CASE OUTDIR [MODE]
 
 Inside a network namespace with only loopback (Codex tries github.com at start): brings `lo` up,
-starts the scripted Responses server (tests/recordings/codex/scripted_server.py) whose compaction
+starts the scripted Responses server (tests/modelkit/responses.py) whose compaction
 answer is CASE's summary, writes Codex's config (automatic compaction after a turn at 80% of a
 100,000-token window), installs the guard's hooks with `compaction-guard install codex`, and runs
 four `codex exec` turns (the third reports 90,000 input tokens, so Codex compacts after it; the
@@ -25,11 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "codex"
-sys.path.insert(0, str(REC))
+sys.path[:0] = [str(REC), str(ROOT / "tests")]
 
 from codex_real import binary, env_for, run, write_config  # noqa: E402
 from record import manual_compact, trust_hooks  # noqa: E402
-from scripted_server import ScriptedResponses  # noqa: E402
+from modelkit.responses import ScriptedResponses  # noqa: E402
 
 SUMMARIES = {
     "good": "## Current progress and key decisions\n- The user asked to keep deploy ticket OPS-4411 and branch "

@@ -4,7 +4,7 @@ tests/test_codex_relay.py.
     unshare -n python3 tests/codex_relay_run.py OUTDIR
 
 Inside a network namespace with only loopback (Codex tries github.com at start): brings `lo` up,
-starts the scripted Responses server (tests/recordings/codex/scripted_server.py) on 127.0.0.1,
+starts the scripted Responses server (tests/modelkit/responses.py) on 127.0.0.1,
 then serve and Codex's custom provider as the README's routing line writes them (`compaction-guard
 serve --agent codex --base-url URL`, URL the scripted server's /v1, in a process of its own; the
 provider's `base_url = "http://127.0.0.1:8742"`, the port the one serve listens on). One thread, one after the other:
@@ -37,7 +37,8 @@ from codex_live_run import FIRST, SUMMARIES  # noqa: E402
 from codex_real import binary, env_for, run, write_config  # noqa: E402
 from livekit import readme_section, serve_process  # noqa: E402
 from record import manual_compact  # noqa: E402
-from scripted_server import HTTP_500, ScriptedResponses  # noqa: E402
+from modelkit.base import HTTP_500  # noqa: E402
+from modelkit.responses import ScriptedResponses  # noqa: E402
 
 GOOD = SUMMARIES["good"]
 PREAMBLE = SUMMARIES["preamble"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scripted_openai import ScriptedOpenAI  # noqa: E402,F401
+from modelkit.openai_chat import ScriptedOpenAI  # noqa: E402,F401
 
 # the user's turns; the first four are compacted, the fifth is kept
 TURNS = [

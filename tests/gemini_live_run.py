@@ -3,7 +3,7 @@
     unshare -n python3 tests/gemini_live_run.py CASE OUTDIR [auto|manual]
 
 Inside a network namespace with only loopback (Gemini CLI tries the internet at start): brings
-`lo` up, starts the scripted Gemini API (tests/recordings/gemini/scripted_server.py) whose
+`lo` up, starts the scripted Gemini API (tests/modelkit/gemini.py) whose
 compression answers are CASE's summary, writes Gemini CLI's settings (a compression threshold of
 1% of gemini-2.5-flash's window), installs the guard's hook with `compaction-guard install
 gemini`, and runs three headless turns in one session: `gemini -p` with the incident log; then
@@ -22,11 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "tests" / "recordings" / "gemini"
-sys.path.insert(0, str(REC))
+sys.path[:0] = [str(REC), str(ROOT / "tests")]
 
 import gemini_real as g  # noqa: E402
 from record import GOOD_LONG, P1_LONG, P2, PREAMBLE, SCRATCH  # noqa: E402
-from scripted_server import ScriptedGemini, is_compression  # noqa: E402
+from modelkit.gemini import ScriptedGemini, is_compression  # noqa: E402
 
 CASES = {"good": ([SCRATCH + GOOD_LONG], [GOOD_LONG]), "preamble": ([PREAMBLE], [None])}
 P3 = "What was the deploy ticket, and what did I ask last?"

@@ -4,7 +4,7 @@ tests/test_gemini_relay.py.
     unshare -n python3 tests/gemini_relay_run.py OUTDIR
 
 Inside a network namespace with only loopback (Gemini CLI tries the internet at start): brings
-`lo` up, starts the scripted Gemini API (tests/recordings/gemini/scripted_server.py) on
+`lo` up, starts the scripted Gemini API (tests/modelkit/gemini.py) on
 127.0.0.1, then serve and Gemini CLI as the README's routing line writes them: `compaction-guard
 serve --agent gemini` (its own process; `--base-url` the scripted API, offline), and
 `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8742`, the port the one serve listens on. One session, one headless run after the other (`gemini -p`, then
@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import gemini_real as g  # noqa: E402
 from livekit import readme_section, serve_process  # noqa: E402
 from record import GOOD_LONG, P1_LONG, P2, PREAMBLE, SCRATCH, incident_log  # noqa: E402
-from scripted_server import HTTP_500, ScriptedGemini, is_compression, is_verify  # noqa: E402
+from modelkit.base import HTTP_500  # noqa: E402
+from modelkit.gemini import ScriptedGemini, is_compression, is_verify  # noqa: E402
 
 LOOP = "The user asked about the deploy ticket and I said I would check it. " * 60
 GOOD_L2 = ("<state_snapshot>\n    <overall_goal>\n        Keep deploy ticket OPS-4411 and branch release/2.7 in mind.\n"

@@ -4,7 +4,7 @@ summary model, for tests/test_lossless_claw_live.py.
     unshare -n python3 tests/lossless_claw_live_run.py CASE OUTDIR serve
 
 Inside a network namespace with only loopback: the scripted agent model and the scripted summary
-model (tests/recordings/lossless-claw/scripted.py, CASE's answers: `loop` repeats one sentence),
+model (tests/modelkit/openai_chat.py, ScriptedLosslessClaw; CASE's answers: `loop` repeats one sentence),
 `compaction-guard serve` in front of the summary model, OpenClaw's config with lossless-claw as its
 context engine (the plugin made ready by setup_plugin.sh, installed with `openclaw plugins install
 --link`) and `config.summaryModel` naming the guard's provider (`models.providers.guard`, the
@@ -29,7 +29,7 @@ sys.path.insert(0, str(REC))
 sys.path.append(str(ROOT / "tests"))
 
 import record as lcm  # noqa: E402
-from scripted import Scripted  # noqa: E402
+from modelkit.openai_chat import ScriptedLosslessClaw  # noqa: E402
 from livekit import free_port, wait_healthz  # noqa: E402
 
 KEY = lcm.KEY
@@ -43,8 +43,8 @@ def main() -> int:
     state = home / ".openclaw"
     state.mkdir(parents=True)
     log, lock = [], threading.Lock()
-    main_srv = Scripted("main", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
-    summ = Scripted("summ", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
+    main_srv = ScriptedLosslessClaw("main", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
+    summ = ScriptedLosslessClaw("summ", lcm.RESPONDERS[case], log, lock, lcm.turn_reply)
     sport, gport = free_port(), free_port()
     info = {"case": case, "commands": []}
     senv = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "GUARD_", "LCM_"))}

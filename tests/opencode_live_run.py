@@ -3,7 +3,7 @@
     unshare -n python3 tests/opencode_live_run.py CASE OUTDIR [plugin|manual|serve]
 
 Inside a network namespace with only loopback: brings `lo` up, starts the scripted
-OpenAI-compatible server (tests/recordings/opencode/scripted_server.py; its compaction answers
+OpenAI-compatible server (tests/modelkit/openai_chat.py, ScriptedOpencode; its compaction answers
 are CASE's summary), writes opencode's configuration (a 16,000-token model; compaction, and only
 compaction, on its own provider), and runs headless turns in one session as
 tests/recordings/opencode/record.py does: the incident log, a short turn, a turn after which the
@@ -37,7 +37,7 @@ sys.path.append(str(ROOT / "tests"))
 import opencode_real as oc  # noqa: E402
 from livekit import free_port, wait_healthz  # noqa: E402
 from record import GOOD_LONG, LOOP, OVER, first_message  # noqa: E402
-from scripted_server import ScriptedServer  # noqa: E402
+from modelkit.openai_chat import ScriptedOpencode  # noqa: E402
 
 SUMMARIES = {"good": GOOD_LONG, "empty": "", "loop": LOOP}
 
@@ -76,8 +76,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     info = {"case": case, "mode": mode, "turns": []}
     serve_proc = None
-    with ScriptedServer([SUMMARIES[case]]) as srv:
-        compaction_url = srv.url("compaction")
+    with ScriptedOpencode([SUMMARIES[case]]) as srv:
+        compaction_url = srv.url_of("compaction")
         if mode == "serve":
             sport = free_port()
             senv = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"),
@@ -92,16 +92,16 @@ def main() -> int:
                 raise TimeoutError("serve did not answer")
         if mode == "serve":
             # the README's opencode.json, as written there, its port the one serve listens on
-            cfg = oc.config(srv.url("main"))
+            cfg = oc.config(srv.url_of("main"))
             readme = (ROOT / "README.md").read_text(encoding="utf-8")
             block = readme[readme.index("## Behind opencode"):]
             snippet = json.loads(block[block.index("```json") + 7:block.index("```", block.index("```json") + 7)]
                                  .replace("127.0.0.1:8742", f"127.0.0.1:{sport}"))
             cfg["provider"].update(snippet["provider"])
             cfg["agent"] = snippet["agent"]
-            env = oc.env_for(home, srv.url("main"), cfg=cfg)
+            env = oc.env_for(home, srv.url_of("main"), cfg=cfg)
         else:
-            env = oc.env_for(home, srv.url("main"), compaction_url)
+            env = oc.env_for(home, srv.url_of("main"), compaction_url)
         if mode == "offline":
             # as a user's machine has it: nothing of npm's in the config directory (env_for linked the
             # real SDK there for the other modes); the guard's install marks the SDK for opencode

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from claude_code_real import env_for, require, run, transcript
-from scripted_anthropic import ScriptedAnthropic
+from modelkit.anthropic import ScriptedAnthropic
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "corpus" / "real"
@@ -48,7 +48,7 @@ def setup(tmp_path, server, **extra):
 
 
 def compaction_requests(server):
-    from scripted_anthropic import is_compaction
+    from modelkit.anthropic import is_compaction
     return [r for r in server.requests if is_compaction(r["body"])]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from claude_code_real import env_for, require, run, transcript
 from livekit import free_port, wait_healthz
-from scripted_anthropic import ScriptedAnthropic, is_compaction
+from modelkit.anthropic import ScriptedAnthropic, is_compaction
 from test_claude_code_live import GOOD, PREAMBLE, incident_log
 
 ROOT = Path(__file__).resolve().parents[1]

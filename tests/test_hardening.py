@@ -19,7 +19,7 @@ from compaction_guard.llm import AnthropicSummarizer, OpenAISummarizer
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
 from conftest import run_guard
-from fake_llm import FakeLLM
+from modelkit.behaviours import FakeLLM
 
 FUZZ = hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])
@@ -128,7 +128,7 @@ def test_fuzz_llm_replies(answer):
 
         def do_post(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._send(200, answer)
+            self.send_json(200, answer)
         handler.do_POST = do_post
         for summ in (OpenAISummarizer(fake.url + "/v1", "m", None, 5, DEFAULT),
                      AnthropicSummarizer(fake.url, "m", None, 5, DEFAULT)):

@@ -11,7 +11,7 @@ from compaction_guard.providers import ProviderChoice, resolve
 from compaction_guard.settings import DEFAULT
 from compaction_guard.state import StateStore, state_path
 from conftest import run_guard
-from fake_llm import GOOD, B, FakeLLM, ok
+from modelkit.behaviours import GOOD, B, FakeLLM, ok
 
 FAST = DEFAULT.with_overrides(llm_backoff_seconds=0.05)
 TEXT = "\n".join(

@@ -1,6 +1,6 @@
 """The real OpenClaw gateway, live on 127.0.0.1: the guard's hook installed with OpenClaw's own
 `hooks enable`, turns sent with `openclaw agent`, compactions forced with `openclaw sessions
-compact`, the model a scripted OpenAI-compatible server (tests/scripted_openai.py) that
+compact`, the model a scripted OpenAI-compatible server (tests/modelkit/openai_chat.py) that
 records what OpenClaw sends. Then the guard checks the home OpenClaw wrote."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from livekit import wait_healthz  # noqa: E402
 from openclaw_real import env_for, free_port, node, openclaw, package, require
-from scripted_openai import ScriptedOpenAI
+from modelkit.openai_chat import ScriptedOpenAI
 
 GOOD = ("## Decisions\n- Deploy v2.4.1 to staging-3 (ticket OPS-4412).\n\n## Open TODOs\n- Run the smoke tests.\n\n"
         "## Constraints/Rules\n- None stated.\n\n## Pending user asks\n- Run the smoke tests on staging-3.\n\n"

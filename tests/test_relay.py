@@ -8,7 +8,6 @@ import http.client
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ pytest.importorskip("uvicorn")
 from compaction_guard import agents  # noqa: E402
 from compaction_guard.settings import DEFAULT  # noqa: E402
 
-from fake_llm import ServerThread, _Server  # noqa: E402
+from modelkit.base import Handler, Served  # noqa: E402
 from test_serve import Running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +25,7 @@ KEY = "sk-ant-api03-relay-test-0123456789abcdef"
 REQUEST = json.loads((ROOT / "tests" / "data" / "claude-code" / "request-good.json").read_text())
 
 
-class Upstream(ServerThread):
+class Upstream(Served):
     """An Anthropic-like upstream: every request kept whole (method, path, headers, body
     bytes); what it answers, and when, set by the test."""
 
@@ -36,12 +35,7 @@ class Upstream(ServerThread):
         self.broken = threading.Event()       # set when the client's side of a stream went away
         upstream = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class Answers(Handler):
             def _serve(self):
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
@@ -109,15 +103,7 @@ class Upstream(ServerThread):
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False
-        self.server.handle_error = lambda request, address: None
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.listen(Answers)
 
 
 # the checks in the server's threads: no worker processes to start for each test

@@ -7,7 +7,6 @@ import dataclasses
 import http.client
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,9 @@ from compaction_guard.serve import gemini, responses  # noqa: E402
 from compaction_guard.settings import DEFAULT  # noqa: E402
 from compaction_guard.structured import NOTE  # noqa: E402
 
+from modelkit import gemini as gemini_srv, responses as codex_srv  # noqa: E402
+from modelkit.anthropic import ScriptedAnthropic  # noqa: E402
+from modelkit.base import HTTP_500  # noqa: E402
 from test_serve import Running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,19 +31,6 @@ QUICK = dataclasses.replace(DEFAULT, serve_check_processes=0, breaker_threshold=
 PREAMBLE = "Let me read the notes file first."
 # what @google/genai (Gemini CLI's SDK) takes from a stream: `data: ...` then a blank line, nothing else
 GENAI_LINE = re.compile(rb"^\s*data: (.*)(?:\n\n|\r\r|\r\n\r\n)")
-
-
-def _load(path: Path, module: str):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(module, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-codex_srv = _load(CODEX / "scripted_server.py", "codex_scripted_server")
-gemini_srv = _load(GEMINI / "scripted_server.py", "gemini_scripted_server")
 
 
 def codex_request(case: str = "good-auto") -> dict:
@@ -173,7 +162,7 @@ def test_a_degenerate_codex_compaction_is_answered_in_its_mode_with_the_handoff_
 
 def test_the_openai_sdk_reads_the_guards_responses_stream(relay):
     openai = pytest.importorskip("openai")
-    up, srv = relay("codex", codex_srv.ScriptedResponses([codex_srv.HTTP_500]))
+    up, srv = relay("codex", codex_srv.ScriptedResponses([HTTP_500]))
     body = codex_request()["body"]
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}", api_key="sk-codex-test-0000", max_retries=0)
     extra = {k: body[k] for k in ("client_metadata", "tools", "parallel_tool_calls", "store", "include")}
@@ -257,7 +246,7 @@ def test_a_good_first_answer_survives_a_verify_call_the_upstream_spoils(relay):
 
 
 def test_a_streamed_gemini_compression_is_answered_as_chunks_gemini_cli_reads(relay):
-    up, srv = relay("gemini", gemini_srv.ScriptedGemini(summaries=[gemini_srv.HTTP_500]))
+    up, srv = relay("gemini", gemini_srv.ScriptedGemini(summaries=[HTTP_500]))
     first, _ = gemini_requests()
     path = first["path"].replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
     r, data = post(srv, path, first["body"], GEMINI_HEADERS)
@@ -286,8 +275,7 @@ def test_a_gemini_utility_call_without_the_compression_prompt_is_relayed(relay):
 
 # ----------------------------------------------------------------- Claude Code: the path matters too
 def test_a_claude_code_compaction_body_sent_to_count_tokens_is_relayed(relay):
-    scripted = _load(ROOT / "tests" / "scripted_anthropic.py", "scripted_anthropic_p")
-    up, srv = relay("claude-code", scripted.ScriptedAnthropic(summaries=["unused"], input_tokens=1234))
+    up, srv = relay("claude-code", ScriptedAnthropic(summaries=["unused"], input_tokens=1234))
     body = json.loads((ROOT / "tests" / "data" / "claude-code" / "request-good.json").read_text())["body"]
     r, data = post(srv, "/v1/messages/count_tokens?beta=true", body, {"x-api-key": "sk-ant-test",
                                                                      "content-type": "application/json"})

@@ -26,7 +26,7 @@ from compaction_guard.serve import serve  # noqa: E402
 from compaction_guard.settings import DEFAULT  # noqa: E402
 from compaction_guard.state import StateStore, state_path  # noqa: E402
 
-from fake_llm import GOOD, B, FakeLLM, ok  # noqa: E402
+from modelkit.behaviours import GOOD, B, FakeLLM, ok  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORY = ("user: the deploy of v2.3.1 to staging failed on web-3 with exit 137 (OOM); "

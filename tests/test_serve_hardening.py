@@ -1,6 +1,6 @@
 """`serve` under hostile input, floods and faults (issue #26): every case here crashed it,
 leaked a key, looped or hung before the change. Real uvicorn on 127.0.0.1, the scripted
-upstream (fake_llm) over real HTTP, raw sockets where a client misbehaves."""
+upstream (modelkit's FakeLLM) over real HTTP, raw sockets where a client misbehaves."""
 import base64
 import json
 import socket
@@ -8,7 +8,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -22,7 +21,8 @@ from compaction_guard.redact import Redactor, safe_url  # noqa: E402
 from compaction_guard.serve import BadRequest, check_upstream_is_not_us, parse_body, serve  # noqa: E402
 from compaction_guard.settings import DEFAULT  # noqa: E402
 
-from fake_llm import GOOD, B, FakeLLM, ServerThread, ok  # noqa: E402
+from modelkit.base import Handler, Served  # noqa: E402
+from modelkit.behaviours import GOOD, B, FakeLLM, ok  # noqa: E402
 from test_serve import HISTORY, MSGS, Running, free_port, oai, state, upstream  # noqa: E402
 
 KEY = "sk-upstream-secret-4f9a2c7e1b"
@@ -242,7 +242,7 @@ def test_the_start_up_check_sees_every_spelling_of_itself(host):
     check_upstream_is_not_us(f"http://{host}:8743/v1", "127.0.0.1", 8742)     # another port: fine
 
 
-class Forwarder(ServerThread):
+class Forwarder(Served):
     """An HTTP forwarder that drops every header it does not know (the hop header too)."""
 
     def __init__(self):
@@ -250,12 +250,7 @@ class Forwarder(ServerThread):
         self.count = 0
         fwd = self
 
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class H(Handler):
             def do_POST(self):
                 fwd.count += 1
                 data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -266,19 +261,9 @@ class Forwarder(ServerThread):
                         code, out = r.status, r.read()
                 except urllib.error.HTTPError as e:
                     code, out = e.code, e.read()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                self.send_bytes(code, out, "application/json")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.listen(H)
 
 
 def test_behind_a_forwarder_that_drops_the_hop_header_one_request_makes_one_self_request(home):

@@ -13,7 +13,7 @@ pytest.importorskip("uvicorn")
 
 from compaction_guard import contract  # noqa: E402
 from conftest import ROOT  # noqa: E402
-from fake_llm import B, FakeLLM, ok  # noqa: E402
+from modelkit.behaviours import B, FakeLLM, ok  # noqa: E402
 from openclaw_real import require as require_openclaw  # noqa: E402
 from test_openclaw_audit import openclaw_audit  # noqa: E402
 from test_serve import Running, upstream  # noqa: E402

@@ -158,7 +158,7 @@ def _l3_answer(tmp_path, env) -> str:
     """What serve (real HTTP) answers opencode's recorded compaction request when the model loops
     at L1 and L2: its L3, recorded in opencode's guard state."""
     pytest.importorskip("uvicorn")
-    from fake_llm import B, FakeLLM
+    from modelkit.behaviours import B, FakeLLM
     from test_serve import Running, upstream
     from compaction_guard.agents.opencode.layout import resolve
     import urllib.request

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from claude_code_real import binary, env_for, run, transcript  # noqa: E402
-from scripted_anthropic import ScriptedAnthropic, is_compaction  # noqa: E402
+from modelkit.anthropic import ScriptedAnthropic, is_compaction  # noqa: E402
 from test_claude_code_live import GOOD, PREAMBLE, incident_log  # noqa: E402
 
 OUT = HERE.parent / "data" / "claude-code"

@@ -4,7 +4,7 @@ JSONL evaluation set (stdlib only, nothing written outside --out).
     python3 tests/corpus/real/collect_agents.py [--root REPO] [--out FILE] [--table]
 
 Reads what the agents themselves stored when they compacted against a scripted model (the recipes are
-beside the recordings: record.py / <agent>_real.py / scripted_server.py, and FINDINGS.md):
+beside the recordings: record.py / <agent>_real.py (the scripted model: tests/modelkit), and FINDINGS.md):
 
 - Claude Code 2.1.328: tests/data/claude-code/<case>.jsonl. A compaction is a `system`/`compact_boundary`
   line (compactMetadata.preTokens/postTokens) followed by a user line with isCompactSummary; its text is
@@ -102,7 +102,7 @@ def detect_lang(text: str):
 
 # ---------------------------------------------------------------- labels
 
-# the label each recorded case was scripted to produce (record.py / scripted_server.py of each agent)
+# the label each recorded case was scripted to produce (record.py of each agent)
 LABEL_OF_CASE = {
     "good": "good", "good-long": "good", "good-short": "good", "bad-then-good": "good",
     "preamble": "preamble", "preamble-long": "preamble", "preamble-short": "preamble", "good-then-bad": "preamble",

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]         # this recipe, and tests/ (the scripted-model kit)
 from codex_real import AppServer, binary, env_for, rollout_for, run, write_config  # noqa: E402
-from scripted_server import HTTP_500, NO_MESSAGE, ScriptedResponses  # noqa: E402
+from modelkit.base import HTTP_500, NO_MESSAGE  # noqa: E402
+from modelkit.responses import ScriptedResponses  # noqa: E402
 
 DATA = HERE / "data"
 CORPUS = Path("/work/main/tests/corpus/real/openclaw_histories.jsonl")

@@ -1,6 +1,6 @@
 """The real Gemini CLI for tests: the pinned npm package setup_gemini.sh installs (a bundled Node
 program, engines node >=20), run headless (`gemini -p`) against the scripted Gemini-API server on
-127.0.0.1 (scripted_server.py), with a throwaway HOME (Gemini CLI keeps everything under ~/.gemini),
+127.0.0.1 (tests/modelkit/gemini.py), with a throwaway HOME (Gemini CLI keeps everything under ~/.gemini),
 telemetry, usage statistics and update checks off.
 
 GUARD_GEMINI may point at bundle/gemini.js; GUARD_NODE at a node binary (default: `node` on PATH, or

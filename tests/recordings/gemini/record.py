@@ -4,7 +4,7 @@
 
 Re-executes itself under `unshare -n` (a network namespace with only loopback: Gemini CLI tries the
 internet at start), brings `lo` up, and runs each case in its own throwaway HOME under /tmp/gemrec/<case>,
-against scripted_server.ScriptedGemini in the same namespace.
+against the kit's ScriptedGemini (tests/modelkit/gemini.py) in the same namespace.
 
 Auto cases (the agent decides on its own):
   run 1: fresh `gemini -p P1`              -> the model asks read_file notes.txt, then answers "Noted."
@@ -33,9 +33,9 @@ DATA = HERE / "data"
 TMP = Path("/tmp/gemrec")
 CORPUS = HERE.parents[1] / "corpus" / "real" / "openclaw_histories.jsonl"
 
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]         # this recipe, and tests/ (the scripted-model kit)
 import gemini_real as g  # noqa: E402
-from scripted_server import ScriptedGemini, is_compression, is_verify, system_text  # noqa: E402
+from modelkit.gemini import ScriptedGemini, is_compression, is_verify, system_text  # noqa: E402
 
 
 def incident_log(tokens: int = 6000) -> str:

@@ -4,7 +4,7 @@
     unshare -n sh -c 'ip link set lo up && python3 record.py [case ...]'
 
 cases: good loop preamble oversized empty empty500 (default: all). Per case: a throwaway home under
-/tmp/lcmrec/<case>/ ($LCM_REC_WORK), two scripted OpenAI-compatible servers on 127.0.0.1 (scripted.py:
+/tmp/lcmrec/<case>/ ($LCM_REC_WORK), two scripted OpenAI-compatible servers on 127.0.0.1 (tests/modelkit/openai_chat.py, ScriptedLosslessClaw:
 `main` for the agent, `summ` for lossless-claw's summaryModel), the plugin (plugin/, made ready by
 setup_plugin.sh) installed with `openclaw plugins install --link`, the gateway, TURNS user turns (the deferred background worker summarizes), then a forced
 `openclaw sessions compact <key>` and one more turn. After the gateway stopped: data/<case>/lcm.db*
@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from scripted import Scripted, inner  # noqa: E402
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]         # this recipe, and tests/ (the scripted-model kit)
+from modelkit.openai_chat import ScriptedLosslessClaw, lossless_inner as inner  # noqa: E402
 
 DATA = HERE / "data"
 WORK = Path(os.environ.get("LCM_REC_WORK") or "/tmp/lcmrec")       # throwaway homes, never in the repository
@@ -283,8 +283,8 @@ def run_case(case: str, oc: Path) -> dict:
     state.mkdir(parents=True)
     log, lock = [], threading.Lock()
     responder = RESPONDERS[case]
-    main = Scripted("main", responder, log, lock, turn_reply)
-    summ = Scripted("summ", responder, log, lock, turn_reply)
+    main = ScriptedLosslessClaw("main", responder, log, lock, turn_reply)
+    summ = ScriptedLosslessClaw("summ", responder, log, lock, turn_reply)
     gport = free_port()
     cfg = config(main.port, summ.port, gport, home / "workspace")
     (state / "openclaw.json").write_text(json.dumps(cfg, indent=2))

@@ -5,7 +5,7 @@
     python3 record.py --list
 
 Runs itself inside a network namespace with only loopback (`unshare -n`, then `ip link set lo up`):
-the scripted server (scripted_server.py, two ports: main turns and compaction) and every opencode
+the scripted server (tests/modelkit/openai_chat.py, ScriptedOpencode: two ports: main turns and compaction) and every opencode
 process share it, so nothing leaves 127.0.0.1. Each case has its own throwaway HOME under /tmp.
 
 Per case it writes (data/):
@@ -36,10 +36,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 PLUGIN = HERE / "plugin" / "recorder.js"
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]         # this recipe, and tests/ (the scripted-model kit)
 
 import opencode_real as oc  # noqa: E402
-from scripted_server import ScriptedServer  # noqa: E402
+from modelkit.openai_chat import ScriptedOpencode  # noqa: E402
 
 CORPUS = HERE.parents[1] / "corpus" / "real" / "openclaw_histories.jsonl"
 FIRST = ("Keep deploy ticket OPS-4411 and branch release/2.7 in mind. The config constant is "
@@ -254,8 +254,8 @@ class Case:
         spec = self.spec
         summaries = spec["summaries"] if spec["summaries"] is not None else [echo_summary()]
         rec = self.home / "requests.jsonl"
-        with ScriptedServer(summaries, record=str(rec)) as srv:
-            env = oc.env_for(self.home, srv.url("main"), srv.url("compaction"), OC_REC_LOG=str(self.log),
+        with ScriptedOpencode(summaries, record=str(rec)) as srv:
+            env = oc.env_for(self.home, srv.url_of("main"), srv.url_of("compaction"), OC_REC_LOG=str(self.log),
                              OC_REC_STATE=str(self.home / "plugin-state"), **spec.get("env", {}))
             oc.install_plugin(self.home, PLUGIN)
             long = spec["long"]

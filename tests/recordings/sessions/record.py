@@ -107,7 +107,7 @@ class SmolLM2:
 def agent_prompt(agent: str, protocol: str, body: dict) -> str:
     """The compaction instructions the agent sent (for `echo`)."""
     if agent == "gemini":
-        from server import gemini_system
+        from modelkit.gemini import system_text as gemini_system
         return gemini_system(body)
     if agent == "codex":
         last = (body.get("input") or [])[-1]
