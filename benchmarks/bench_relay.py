@@ -20,6 +20,9 @@ drift on a busy machine falls on both), over keep-alive connections:
 - 64 streams at once, each 20 events 50 ms apart (about 1 s): time for all, and each one's;
 - peak memory of the relay (VmHWM, /proc): after the runs above, and after a 64 MB streamed
   answer (a stream is relayed chunk by chunk, never held whole);
+- for reference, in the same run and the same way (Claude Code's turns): the plain form of an HTTP
+  relay in Python (uvicorn and httpx, streaming both ways, looking at nothing) and the floor of any
+  relay in Python (a TCP forwarder on uvloop: bytes in, bytes out, no HTTP at all);
 Target (issues #56, #57): at most 1 ms more at p50 for ordinary requests, for every agent.
 """
 from __future__ import annotations
@@ -80,6 +83,87 @@ async def app(scope, receive, send):
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
 '''
+
+
+# the plain form of an HTTP relay in Python: uvicorn in, httpx out, the body and the answer streamed
+PLAIN_RELAY = r'''
+import sys, httpx, uvicorn
+client = httpx.AsyncClient(base_url="http://127.0.0.1:" + sys.argv[2], timeout=60)
+HOP = {b"host", b"connection", b"transfer-encoding", b"keep-alive"}
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            m = await receive()
+            if m["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"}); return
+    async def body():
+        more = True
+        while more:
+            m = await receive()
+            more = m.get("more_body", False)
+            yield m.get("body", b"")
+    target = scope["raw_path"].decode() + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
+    req = client.build_request(scope["method"], target, content=body(),
+                               headers=[(k, v) for k, v in scope["headers"] if k not in HOP])
+    resp = await client.send(req, stream=True)
+    try:
+        await send({"type": "http.response.start", "status": resp.status_code,
+                    "headers": [(k, v) for k, v in resp.headers.raw if k.lower() not in HOP]})
+        async for chunk in resp.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        await resp.aclose()
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+'''
+
+# the floor of one more hop in Python: a TCP forwarder (asyncio protocols on uvloop), no HTTP
+TCP_FORWARDER = r'''
+import asyncio, socket, sys
+try:
+    import uvloop
+    uvloop.install()
+except ImportError:
+    pass
+UP = int(sys.argv[2])
+
+class Up(asyncio.Protocol):
+    def __init__(self, down):
+        self.down = down
+    def data_received(self, data):
+        self.down.write(data)
+    def connection_lost(self, exc):
+        self.down.close()
+
+class Down(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.t, self.up, self.early = transport, None, []
+        asyncio.ensure_future(self.open())
+    async def open(self):
+        up, _ = await asyncio.get_running_loop().create_connection(lambda: Up(self.t), "127.0.0.1", UP)
+        up.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.up = up
+        for data in self.early:
+            up.write(data)
+    def data_received(self, data):
+        if self.up is None:
+            self.early.append(data)
+        else:
+            self.up.write(data)
+    def connection_lost(self, exc):
+        if self.up is not None:
+            self.up.close()
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Down, "127.0.0.1", int(sys.argv[1]))
+    await server.serve_forever()
+asyncio.run(main())
+'''
+REFERENCES = {"plain HTTP relay (uvicorn + httpx)": PLAIN_RELAY, "TCP forwarder (the floor)": TCP_FORWARDER}
 
 
 def free_port() -> int:
@@ -256,6 +340,25 @@ def measure(agent: str, up_port: int, small_n: int, large_n: int, k: int) -> dic
         relay.wait(30)
 
 
+def references(up_port: int, small_n: int, large_n: int) -> dict:
+    """The added p50 of the plain HTTP relay and of the TCP forwarder, measured as the relay is."""
+    out = {}
+    for name, code in REFERENCES.items():
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-c", code, str(port), str(up_port)], stderr=subprocess.DEVNULL)
+        try:
+            wait(port)
+            res = {}
+            for size_name, size, n in (("10 KB", 10_000, small_n), ("1 MB", 1_000_000, large_n)):
+                a, b, added = paired(port, up_port, body_of("claude-code", size), n, "claude-code")
+                res[f"{size_name} added_p50_ms"] = statistics.median(added) * 1e3
+            out[name] = res
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -272,6 +375,7 @@ def main() -> int:
     try:
         for agent in args.agent or list(AGENTS):
             res[agent] = measure(agent, up_port, small_n, large_n, k)
+        res["references"] = references(up_port, small_n, large_n)
     finally:
         up.terminate()
         up.wait(30)
@@ -282,6 +386,9 @@ def main() -> int:
             print(f"  {key}: " + ", ".join(f"{k2} {x:.2f}" if isinstance(x, float) else f"{k2} {x}"
                                            for k2, x in v.items()))
         met = met and res[agent]["10 KB"]["added_p50_ms"] <= 1.0 and res[agent]["1 MB"]["added_p50_ms"] <= 1.0
+    print("for reference (Claude Code's turns, measured the same way):")
+    for name, v in res["references"].items():
+        print(f"  {name}: " + ", ".join(f"{k2} {x:.2f}" for k2, x in v.items()))
     print(f"load average at start: {res['load']:.2f} on {os.cpu_count()} cores")
     print(f"target (at most 1 ms more at p50 for ordinary requests, every agent): {'met' if met else 'NOT met'}")
     if args.record:
