@@ -50,13 +50,6 @@ REPLY = b'{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"
 EVENT = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok"}}\n\n'
 
 async def app(scope, receive, send):
-    if scope["type"] == "lifespan":
-        while True:
-            m = await receive()
-            if m["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"}); return
     more = True
     while more:
         m = await receive()
@@ -81,7 +74,7 @@ async def app(scope, receive, send):
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(REPLY)).encode())]})
     await send({"type": "http.response.body", "body": REPLY})
 
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False, lifespan="off")
 '''
 
 
@@ -92,13 +85,6 @@ client = httpx.AsyncClient(base_url="http://127.0.0.1:" + sys.argv[2], timeout=6
 HOP = {b"host", b"connection", b"transfer-encoding", b"keep-alive"}
 
 async def app(scope, receive, send):
-    if scope["type"] == "lifespan":
-        while True:
-            m = await receive()
-            if m["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            else:
-                await send({"type": "lifespan.shutdown.complete"}); return
     async def body():
         more = True
         while more:
@@ -118,7 +104,7 @@ async def app(scope, receive, send):
     finally:
         await resp.aclose()
 
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False, lifespan="off")
 '''
 
 # the floor of one more hop in Python: a TCP forwarder (asyncio protocols on uvloop), no HTTP
