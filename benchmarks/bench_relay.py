@@ -14,7 +14,8 @@ compaction marker). Each figure is measured on the relay and on the upstream dir
 drift on a busy machine falls on both), over keep-alive connections:
 
 - added latency, p50 and p99, of ordinary (non-compaction) POST /v1/messages requests of 10 KB
-  and 1 MB (the added time: relayed minus direct, pair by pair);
+  and 1 MB (the added time: relayed minus direct, pair by pair), and the relay's CPU per turn
+  (/proc: what it costs the machine, which a busy machine's drift does not blur);
 - time to the first byte of a streamed answer whose upstream sends its first event at once and
   the rest 50 ms later;
 - 64 streams at once, each 20 events 50 ms apart (about 1 s): time for all, and each one's;
@@ -262,6 +263,12 @@ def streams(port: int, k: int, headers: dict = HEADERS) -> tuple:
     return time.perf_counter() - t0, times
 
 
+def cpu_s(pid: int) -> float:
+    """The process's CPU seconds so far (user and system, /proc)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def hwm_mb(pid: int) -> float:
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmHWM:"):
@@ -300,10 +307,12 @@ def measure(agent: str, up_port: int, small_n: int, large_n: int, k: int) -> dic
                 time.sleep(0.2)
         res, headers = {}, AGENTS[agent][1]
         for name, size, n in (("10 KB", 10_000, small_n), ("1 MB", 1_000_000, large_n)):
+            cpu = cpu_s(relay.pid)
             a, b, added = paired(relay_port, up_port, body_of(agent, size), n, agent)
             res[name] = {"relay_p50_ms": statistics.median(a) * 1e3, "relay_p99_ms": pct(a, 99) * 1e3,
                          "direct_p50_ms": statistics.median(b) * 1e3, "direct_p99_ms": pct(b, 99) * 1e3,
-                         "added_p50_ms": statistics.median(added) * 1e3, "added_p99_ms": pct(added, 99) * 1e3}
+                         "added_p50_ms": statistics.median(added) * 1e3, "added_p99_ms": pct(added, 99) * 1e3,
+                         "relay_cpu_ms_per_turn": (cpu_s(relay.pid) - cpu) * 1e3 / (len(a) + 3)}  # and the 3 warming turns
         ta, tb = [], []
         for _ in range(4):
             ta += ttfb(relay_port, 5, headers)
@@ -336,8 +345,10 @@ def references(up_port: int, small_n: int, large_n: int) -> dict:
             wait(port)
             res = {}
             for size_name, size, n in (("10 KB", 10_000, small_n), ("1 MB", 1_000_000, large_n)):
+                cpu = cpu_s(proc.pid)
                 a, b, added = paired(port, up_port, body_of("claude-code", size), n, "claude-code")
                 res[f"{size_name} added_p50_ms"] = statistics.median(added) * 1e3
+                res[f"{size_name} cpu_ms_per_turn"] = (cpu_s(proc.pid) - cpu) * 1e3 / (len(a) + 3)
             out[name] = res
         finally:
             proc.terminate()
