@@ -144,7 +144,9 @@ def agent_texts() -> list:
 
 def guard_texts() -> list:
     from compaction_guard import prompts
-    return [prompts.L1_SYSTEM, prompts.L2_SYSTEM, prompts.user_message("", 100)]
+    # the fence's nonce is new at every call: not a word of the prompt
+    fenced = re.sub(r"(CONVERSATION) [0-9a-f]+", r"\1", prompts.user_message("", 100))
+    return [prompts.L1_SYSTEM, prompts.L2_SYSTEM, fenced]
 
 
 def main() -> None:
