@@ -338,3 +338,43 @@ def test_a_compaction_body_in_pieces_is_asked_upstream_once_as_it_comes(relay, s
     asked = [x for x in up.seen if x["path"].startswith("/v1/messages")]
     assert len(asked) == 1 and asked[0]["body"] == body       # asked once, the body byte for byte
     assert b"OPS-4411" in data
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_body_over_the_limit_is_refused_in_one_line_and_never_whole_upstream(relay, declared):
+    """Over relay_max_body_bytes, declared or found as it comes (chunked): a 413 in the agent's
+    protocol naming the setting, the key in no answer; declared too large, nothing goes upstream."""
+    limit = 64 * 1024
+    up, srv = relay(dataclasses.replace(QUICK, relay_max_body_bytes=limit))
+    seen = len(up.seen)
+    body = b'{"messages":[{"role":"user","content":"' + b"x" * (limit * 2) + b'"}]}'
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    head = f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {KEY}\r\ncontent-type: application/json\r\n"
+    if declared:
+        s.sendall(head.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode())
+    else:
+        s.sendall(head.encode() + b"Transfer-Encoding: chunked\r\n\r\n")
+        try:
+            for i in range(0, len(body), 16384):
+                piece = body[i:i + 16384]
+                s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except OSError:         # the relay may close before the rest is sent
+            pass
+    answer = b""
+    s.settimeout(10)
+    try:
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            got = s.recv(65536)
+            if not got:
+                break
+            answer += got
+    except OSError:
+        pass
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    error = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert error["type"] == "error" and "relay_max_body_bytes" in error["error"]["message"]
+    assert KEY.encode() not in answer
+    if declared:
+        assert up.seen[seen:] == []
