@@ -39,6 +39,8 @@ class Upstream(Served):
             def _serve(self):
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
+                if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+                    raw = self._dechunk()
                 upstream.seen.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
                                       "body": raw})
                 route = self.path.split("?")[0]
@@ -59,6 +61,18 @@ class Upstream(Served):
                                        ("anthropic-ratelimit-requests-remaining", "99")])
 
             do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _serve
+
+            def _dechunk(self):
+                """A chunked body read to its end (as an upstream reads one), or to where it broke off."""
+                out = b""
+                while True:
+                    line = self.rfile.readline()
+                    size = int(line.split(b";")[0].strip() or b"0", 16) if line.strip() else 0
+                    if not line or size == 0:
+                        self.rfile.readline()
+                        return out
+                    out += self.rfile.read(size)
+                    self.rfile.readline()
 
             def _send(self, status, data, headers):
                 self.send_response(status)
@@ -378,3 +392,32 @@ def test_a_body_over_the_limit_is_refused_in_one_line_and_never_whole_upstream(r
     assert KEY.encode() not in answer
     if declared:
         assert up.seen[seen:] == []
+    else:       # it went upstream as it came, and broke off there: never whole
+        assert all(len(x["body"]) < len(body) for x in up.seen[seen:])
+
+
+def test_a_chunked_body_goes_upstream_whole_and_its_answer_comes_back(relay):
+    """A client that sends its body chunked (no Content-Length), in many pieces: the upstream
+    reads the same bytes, chunked as they came, and the client gets the upstream's answer."""
+    up, srv = relay()
+    body = json.dumps({"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "the deploy of v2.3.1 to staging failed on web-3. " * 6000}]}).encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {KEY}\r\ncontent-type: application/json\r\n"
+              "Transfer-Encoding: chunked\r\n\r\n".encode())
+    for i in range(0, len(body), 8192):
+        piece = body[i:i + 8192]
+        s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+    s.sendall(b"0\r\n\r\n")
+    s.settimeout(10)
+    answer = b""
+    while not answer.rstrip().endswith(b"}"):
+        got = s.recv(65536)
+        if not got:
+            break
+        answer += got
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["got"] == len(body)
+    assert up.seen[-1]["body"] == body
+    assert any(k.lower() == "transfer-encoding" and v.lower() == "chunked" for k, v in up.seen[-1]["headers"])

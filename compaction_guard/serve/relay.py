@@ -152,19 +152,24 @@ class Relay:
         generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
         found = [generation and marker in first]
 
+        edge = len(marker) - 1             # a marker across two pieces has at most this much in each
+
         async def feed():
             yield first
-            tail = first[-len(marker):]
+            tail = first[-edge:]
             while body.more:
                 piece = await body.next()
                 if piece is None:
                     raise _BodyBroke(body.failed or "gone")
                 if generation and not found[0]:
-                    found[0] = marker in tail + piece
-                    tail = piece[-len(marker):]
+                    # the piece searched where it lies (no copy of it), and the joint apart
+                    found[0] = marker in piece or marker in tail + piece[:edge]
+                    tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
                 yield piece
-        # its length as the client declared it (a chunked body goes on chunked)
-        head = [(b"Host", self.host)] + headers + ([(b"Content-Length", declared)] if declared else [])
+        # its length as the client declared it; a chunked body goes on chunked (without either
+        # header, h11 would take it for an empty body and refuse the first piece)
+        head = [(b"Host", self.host)] + headers + ([(b"Content-Length", declared)] if declared
+                                                    else [(b"Transfer-Encoding", b"chunked")])
         request = httpcore.Request(scope["method"], url, headers=head, content=feed(),
                                    extensions={"timeout": self.timeouts})
         try:
