@@ -6,6 +6,7 @@ Gemini CLI's SDK reads; what is not a checkable compaction left alone."""
 import dataclasses
 import http.client
 import json
+import random
 import re
 from pathlib import Path
 
@@ -139,6 +140,63 @@ def test_a_codex_turn_crosses_byte_for_byte_with_its_credentials(relay):
     assert up.requests[-1]["body"] == turn
     text, _, finish, error = responses.read_stream(data)
     assert error is None and text.startswith("Noted. I will keep that in mind.")
+
+
+def zstd(data: bytes) -> bytes:
+    import zstandard
+    return zstandard.ZstdCompressor(level=3).compress(data)
+
+
+def test_a_zstd_codex_turn_crosses_as_it_came(relay):
+    """Codex compresses its requests with zstd (the OpenAI provider, signed in with ChatGPT):
+    an ordinary turn goes upstream compressed, as it came."""
+    up, srv = relay("codex", codex_srv.ScriptedResponses(["unused"]))
+    body = codex_request()["body"]
+    meta = json.loads(body["client_metadata"]["x-codex-turn-metadata"])
+    turn = dict(body, client_metadata=dict(body["client_metadata"], **{
+        "x-codex-turn-metadata": json.dumps(dict(meta, request_kind="turn"))}))
+    r, data = post(srv, "/responses", zstd(json.dumps(turn).encode()), dict(codex_headers(turn),
+                                                                          **{"content-encoding": "zstd"}))
+    assert r.status == 200 and r.getheader("x-compaction-guard-level") is None
+    assert up.requests[-1]["body"] == turn and up.requests[-1]["headers"].get("content-encoding") == "zstd"
+
+
+@pytest.mark.parametrize("pieces", [False, True])
+def test_a_zstd_codex_compaction_is_read_and_checked_not_waved_through(relay, pieces):
+    """A compressed compaction is found and read as the upstream reads it (a byte search of the
+    compressed bytes would miss it: a broken summary waved through): L1 goes upstream as it came,
+    compressed; L2, written anew, as plain JSON without the coding; the answer at L3."""
+    up, srv = relay("codex", codex_srv.ScriptedResponses([PREAMBLE]))
+    body = dict(codex_request()["body"], stream=False)
+    if pieces:      # compressed, still large enough to arrive in several pieces (the path such a body takes)
+        rng = random.Random(7)
+        body["input"] = body["input"][:-1] + [{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"checksum {i}: " + "%x" % rng.getrandbits(4000)}]}
+            for i in range(600)] + body["input"][-1:]      # the history longer; the prompt still last
+    packed = zstd(json.dumps(body).encode())
+    if pieces:
+        assert len(packed) > 256 * 1024
+    r, data = post(srv, "/responses", packed, dict(codex_headers(body), **{"content-encoding": "zstd"}))
+    assert r.status == 200 and r.getheader("x-compaction-guard-level") == "3", data[:300]
+    text, _, finish = responses.parse_answer(json.loads(data))
+    assert text.startswith("## Current progress and key decisions made") and "OPS-4411" in text
+    asked = [q for q in up.requests if q["method"] == "POST"]
+    assert len(asked) == 2 and asked[0]["body"] == body
+    assert asked[0]["headers"].get("content-encoding") == "zstd" and "content-encoding" not in asked[1]["headers"]
+    assert "Be brief" in json.dumps(asked[1]["body"]["input"][-1])
+
+
+def test_a_body_in_a_coding_the_guard_cannot_read_is_relayed_and_said_once(relay, capfd):
+    """Not waved through in silence: relayed as it came, and serve's log says once that such
+    bodies go unchecked."""
+    up, srv = relay("codex", codex_srv.ScriptedResponses(["unused"]))
+    body = codex_request()["body"]
+    for _ in range(2):
+        r, data = post(srv, "/responses", b"\x1b\x00 not readable here", dict(codex_headers(body),
+                                                                            **{"content-encoding": "br"}))
+        assert r.getheader("x-compaction-guard-level") is None and up.requests[-1]["headers"]["content-encoding"] == "br"
+    said = [ln for ln in capfd.readouterr().err.splitlines() if "cannot decode" in ln]
+    assert len(said) == 1 and "'br'" in said[0] and "relayed unchecked" in said[0]
 
 
 @pytest.mark.parametrize("stream", [True, False])

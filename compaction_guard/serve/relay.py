@@ -67,6 +67,7 @@ class Relay:
         self.settings = settings
         self.token = token
         self.logger = logger
+        self.unread = set()             # the content codings already said to be unreadable
         import socket
 
         import httpcore
@@ -125,11 +126,29 @@ class Relay:
             declared = next((v for k, v in headers if k == b"content-length"), None)
             return await self._through(scope, receive, send, url, forward, declared, body, first)
         raw = first
-        if scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
+        encoding = _encoding(headers)
+        if encoding and scope["method"] == "POST" and self.protocol.generation(scope["path"]):
+            # a compressed body (Codex compresses its turns with zstd for the OpenAI provider
+            # signed in with ChatGPT): searched and read as the upstream reads it
+            plain = await self.proxy.cpu(_decoded, raw, encoding, self.settings.relay_max_body_bytes)
+            self._unread(plain, encoding)
+            if plain is not None and self.spec.marker in plain:
+                parsed = await self._compaction_body(plain)
+                if parsed is not None:
+                    return await self._compaction(scope, receive, send, url, forward, raw, parsed, plain=plain)
+        elif scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
             parsed = await self._compaction_body(raw)
             if parsed is not None:
                 return await self._compaction(scope, receive, send, url, forward, raw, parsed)
         await self._pass(scope["method"], url, forward, raw, sized, receive, send)
+
+    def _unread(self, plain: Optional[bytes], encoding: bytes) -> None:
+        """Said once per coding: bodies the guard could not decode go on unchecked (were one a
+        compaction, its answer would not be checked)."""
+        if plain is None and encoding not in self.unread:
+            self.unread.add(encoding)
+            self.log(f"request bodies in {encoding.decode('latin-1')[:40]!r} the guard cannot decode (or over "
+                     f"relay_max_body_bytes decoded) are relayed unchecked")
 
     async def _refused(self, send, body: "_Body") -> None:
         """The answer to a body that did not arrive whole: too large (413), too slow (408), or
@@ -150,7 +169,8 @@ class Relay:
         import httpcore
         marker = self.spec.marker
         generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
-        found = [generation and marker in first]
+        encoding = _encoding(scope["headers"])
+        found = [generation and not encoding and marker in first]
 
         edge = len(marker) - 1             # a marker across two pieces has at most this much in each
 
@@ -161,7 +181,7 @@ class Relay:
                 piece = await body.next()
                 if piece is None:
                     raise _BodyBroke(body.failed or "gone")
-                if generation and not found[0]:
+                if generation and not encoding and not found[0]:
                     # the piece searched where it lies (no copy of it), and the joint apart
                     found[0] = marker in piece or marker in tail + piece[:edge]
                     tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
@@ -182,11 +202,15 @@ class Relay:
                                          f"{self.settings.relay_read_timeout_seconds:g} s")
             return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
                                      f"({type(exc).__name__})")
-        raw = body.whole()
-        parsed = await self._compaction_body(raw) if found[0] else None
+        raw = plain = body.whole()
+        if generation and encoding:         # compressed: searched as the upstream reads it
+            plain = await self.proxy.cpu(_decoded, raw, encoding, self.settings.relay_max_body_bytes)
+            self._unread(plain, encoding)
+            found[0] = plain is not None and marker in plain
+        parsed = await self._compaction_body(plain) if found[0] else None
         if parsed is None:
             return await self._relay_answer(scope["method"], url, resp, receive, send)
-        return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp)
+        return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp, plain=plain)
 
     async def _pass(self, method: str, url: str, headers: list, raw: bytes, sized: bool, receive, send) -> None:
         """The request relayed as it came, its answer as it comes."""
@@ -248,9 +272,10 @@ class Relay:
         return await self.proxy.cpu(parse)
 
     async def _compaction(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict,
-                          asked=None) -> None:
+                          asked=None, plain: Optional[bytes] = None) -> None:
         """A compaction through the core; `asked`: its L1 answer already under way (a body streamed
-        through), which the core's first level takes (or which is closed when no level takes it)."""
+        through), which the core's first level takes (or which is closed when no level takes it);
+        `plain`: the body decoded, when it came compressed (`raw` is what L1 sends again)."""
         proxy = self.proxy
         if not proxy.admit():
             if asked is not None:           # already sent: its answer goes back unchecked, not refused
@@ -260,20 +285,21 @@ class Relay:
             return await self._error(send, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
                                      "serve_max_concurrent, serve_max_queued); retry shortly")
         try:
-            await self._compacted(scope, receive, send, url, headers, raw, body, asked)
+            await self._compacted(scope, receive, send, url, headers, raw, body, asked, plain)
         finally:
             if asked is not None:           # read by L1, or never taken (the breaker open, the client gone)
                 with contextlib.suppress(Exception):
                     await asked.aclose()
 
     async def _compacted(self, scope, receive, send, url: str, headers: list, raw: bytes, body: dict,
-                         asked) -> None:
+                         asked, plain: Optional[bytes] = None) -> None:
         proxy = self.proxy
-        request = await proxy.cpu(self._request, body, raw)
+        plain = raw if plain is None else plain
+        request = await proxy.cpu(self._request, body, plain)
         route = RelayRoute(self, url, headers, raw, body, asked)
         proto = self.spec.protocol
         proxy.in_flight += 1
-        task = asyncio.ensure_future(proxy.admitted(proto, body, len(raw), (request, None), route))
+        task = asyncio.ensure_future(proxy.admitted(proto, body, len(plain), (request, None), route))
         task.add_done_callback(lambda _t: setattr(proxy, "in_flight", proxy.in_flight - 1))
         model = self.protocol.model_of(scope["path"], body) or "compaction-guard"
         if self.protocol.streamed(scope["path"], body):
@@ -328,6 +354,8 @@ class RelayRoute:
         self.asked = asked          # L1's answer already under way (httpcore), taken by the first call
         self.url = url
         self.headers = headers
+        # L2's body is written anew, as plain JSON: without the encoding the client's body had
+        self.plain_headers = [(k, v) for k, v in headers if k.lower() != b"content-encoding"]
         self.raw = raw
         self.body = body
         self.proto = relay.spec.protocol
@@ -364,7 +392,8 @@ class RelayRoute:
                 resp = httpx.Response(asked.status, headers=asked.headers, stream=_Stream(asked))
                 opened = _Opened(resp)
             else:
-                opened = client.stream("POST", self.url, headers=self.headers, content=data)
+                opened = client.stream("POST", self.url, content=data,
+                                       headers=self.headers if body is self.body else self.plain_headers)
             async with opened as resp:
                 chunks, size = [], 0
                 async for chunk in resp.aiter_bytes():
@@ -413,6 +442,32 @@ def relay_app(app, relay: Relay):
             return await app(scope, receive, send)
         return await relay(scope, receive, send)
     return asgi
+
+
+def _encoding(headers: list) -> bytes:
+    """The request body's content coding (b"" for none or identity), lower case."""
+    value = next((v for k, v in headers if k == b"content-encoding"), b"").strip().lower()
+    return b"" if value == b"identity" else value
+
+
+def _decoded(raw: bytes, encoding: bytes, limit: int) -> Optional[bytes]:
+    """A compressed request body decoded (zstd, gzip, deflate), at most `limit` bytes of it; None
+    when it cannot be (another coding, broken data, or more than `limit`: then it is relayed as
+    it came, unread)."""
+    import zlib
+    try:
+        if encoding == b"zstd":
+            import zstandard
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            out = reader.read(limit + 1)
+        elif encoding in (b"gzip", b"x-gzip", b"deflate"):
+            d = zlib.decompressobj(31 if encoding != b"deflate" else 15)
+            out = d.decompress(raw, limit + 1)
+        else:
+            return None
+    except Exception:               # noqa: BLE001 - zlib.error, zstandard.ZstdError: unreadable, left unread
+        return None
+    return out if len(out) <= limit else None
 
 
 class _BodyBroke(Exception):

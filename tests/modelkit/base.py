@@ -133,10 +133,19 @@ class Handler(BaseHTTPRequestHandler):
         return self._raw
 
     def read_json(self, default=None):
-        """The request's JSON body; `default` when it is none (an empty body is `{}`)."""
+        """The request's JSON body, decoded from its Content-Encoding (zstd, gzip) as an API
+        decodes it; `default` when it is none (an empty body is `{}`)."""
+        raw = self.raw()
+        coding = (self.headers.get("content-encoding") or "").strip().lower()
         try:
-            return json.loads(self.raw() or b"{}")
-        except ValueError:
+            if coding == "zstd":
+                import zstandard
+                raw = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
+            elif coding == "gzip":
+                import gzip
+                raw = gzip.decompress(raw)
+            return json.loads(raw or b"{}")
+        except Exception:       # noqa: BLE001 - not JSON, or not what its coding says
             return default
 
     def public_headers(self) -> dict:
