@@ -251,6 +251,9 @@ class Relay:
         try:
             async for chunk in resp.stream:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            # the upstream connection back in the pool before the client hears the end: its next
+            # request (sent the moment this one ends) finds it there instead of opening another
+            await resp.aclose()
         finally:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
