@@ -202,12 +202,15 @@ class Relay:
                                          f"{self.settings.relay_read_timeout_seconds:g} s")
             return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
                                      f"({type(exc).__name__})")
-        raw = plain = body.whole()
         if generation and encoding:         # compressed: searched as the upstream reads it
-            plain = await self.proxy.cpu(_decoded, raw, encoding, self.settings.relay_max_body_bytes)
+            plain = await self.proxy.cpu(_decoded, body.whole(), encoding, self.settings.relay_max_body_bytes)
             self._unread(plain, encoding)
             found[0] = plain is not None and marker in plain
-        parsed = await self._compaction_body(plain) if found[0] else None
+        if not found[0]:                    # an ordinary turn: its body is never joined
+            return await self._relay_answer(scope["method"], url, resp, receive, send)
+        raw = body.whole()
+        plain = raw if not encoding else plain
+        parsed = await self._compaction_body(plain)
         if parsed is None:
             return await self._relay_answer(scope["method"], url, resp, receive, send)
         return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp, plain=plain)
