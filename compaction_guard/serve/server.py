@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import sys
 import urllib.parse
 from pathlib import Path
 
@@ -216,11 +217,29 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     from .upstream import Upstream
     upstream = Upstream(choice, settings, env)
     sock = listen.bind(host, port)      # before it says where: a taken port is one line, exit 2
+    keep_heap(settings.serve_heap_keep_bytes)
     proxy = Proxy(upstream, settings, home, observe, logger=_log)
     proxy.warm()
     _log(f"compaction-guard serve: on http://{host}:{port}, upstream {upstream.describe()}, state {proxy.store.path}"
          + (" (observe: replies returned unchanged)" if observe else ""))
     return _run(build_app(proxy, settings, token), proxy, settings, host, port, ready, sock=sock)
+
+
+def keep_heap(keep: int) -> bool:
+    """glibc's allocator told to keep up to `keep` bytes of freed memory (M_TRIM_THRESHOLD) and to
+    serve blocks under it from its heap (M_MMAP_THRESHOLD), as MALLOC_TRIM_THRESHOLD_ and
+    MALLOC_MMAP_THRESHOLD_ would: every relayed turn's pieces (256 KB each) reuse the memory the
+    last one freed. True when it was told; elsewhere (another C library, or keep 0) nothing."""
+    if keep <= 0 or not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3         # glibc's malloc.h
+    return bool(mallopt(m_trim_threshold, keep)) and bool(mallopt(m_mmap_threshold, keep))
 
 
 def _log(line: str) -> None:
@@ -244,6 +263,7 @@ def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) ->
         raise GuardError(f"--base-url {safe_url(base_url)} is another compaction-guard serve; point it at the API "
                          "itself")
     sock = listen.bind(host, port)      # before it says where: a taken port is one line, exit 2
+    keep_heap(settings.serve_heap_keep_bytes)
     proxy = Proxy(None, settings, home, observe, logger=_log,
                   describe=f"{agent.title}'s upstream {safe_url(base_url)} (relayed)")
     relay = Relay(agent, base_url, proxy, settings, token=token, logger=_log)
