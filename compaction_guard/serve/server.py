@@ -89,8 +89,13 @@ def _protocol_class(header_timeout: float):
     installs it; else h11), except that a connection whose request headers have not all arrived
     within `header_timeout` seconds (of its opening, or of its last answer) is closed."""
     import importlib.util
+    high_water = None
     if importlib.util.find_spec("httptools") is not None:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+        try:
+            from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT as high_water
+        except ImportError:             # another uvicorn: its own on_body throughout
+            high_water = None
     else:
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base
 
@@ -118,6 +123,21 @@ def _protocol_class(header_timeout: float):
         def on_headers_complete(self):          # httptools: a request's headers are all in
             super().on_headers_complete()
             self._disarm()
+
+        def on_body(self, body):                # httptools: a piece of the body
+            # the first piece since the app last read is handed on as it came: uvicorn appends
+            # every piece to a bytearray that the app's receive() then copies (two copies of each
+            # body, a relayed turn's largest cost after the kernel's); a bytes object goes through
+            # receive() as it is. Anything else is uvicorn's own way.
+            cycle = self.cycle
+            if high_water is not None and cycle is not None and type(cycle.body) is bytearray \
+                    and not cycle.body and not cycle.response_complete and not self.parser.should_upgrade():
+                cycle.body = body
+                if len(body) > high_water:
+                    self.flow.pause_reading()
+                cycle.message_event.set()
+                return
+            super().on_body(body)
 
         def handle_events(self):                # h11: the same, once its events are handled
             super().handle_events()
