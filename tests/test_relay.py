@@ -421,3 +421,17 @@ def test_a_chunked_body_goes_upstream_whole_and_its_answer_comes_back(relay):
     assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["got"] == len(body)
     assert up.seen[-1]["body"] == body
     assert any(k.lower() == "transfer-encoding" and v.lower() == "chunked" for k, v in up.seen[-1]["headers"])
+
+
+def test_the_windowed_marker_search_finds_what_in_finds_wherever_it_lies():
+    from compaction_guard.serve.relay import _WINDOW, holds
+    m = agents.get("claude-code").relay().marker
+    base = b"x" * (4 * _WINDOW + 123)
+    assert not holds(base, m)
+    # across every window edge, just before, on and just after it, at both ends, and not whole
+    for edge in (_WINDOW, 2 * _WINDOW, 3 * _WINDOW):
+        for at in range(edge - len(m), edge + 2):
+            data = base[:at] + m + base[at + len(m):]
+            assert holds(data, m) and m in data, at
+    assert holds(m + base, m) and holds(base + m, m) and not holds(base + m[:-1], m)
+    assert holds(b"short " + m, m) and not holds(b"short", m)

@@ -136,7 +136,7 @@ class Relay:
                 parsed = await self._compaction_body(plain)
                 if parsed is not None:
                     return await self._compaction(scope, receive, send, url, forward, raw, parsed, plain=plain)
-        elif scope["method"] == "POST" and self.spec.marker in raw and self.protocol.generation(scope["path"]):
+        elif scope["method"] == "POST" and holds(raw, self.spec.marker) and self.protocol.generation(scope["path"]):
             parsed = await self._compaction_body(raw)
             if parsed is not None:
                 return await self._compaction(scope, receive, send, url, forward, raw, parsed)
@@ -170,7 +170,7 @@ class Relay:
         marker = self.spec.marker
         generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
         encoding = _encoding(scope["headers"])
-        found = [generation and not encoding and marker in first]
+        found = [generation and not encoding and holds(first, marker)]
 
         edge = len(marker) - 1             # a marker across two pieces has at most this much in each
 
@@ -183,7 +183,7 @@ class Relay:
                     raise _BodyBroke(body.failed or "gone")
                 if generation and not encoding and not found[0]:
                     # the piece searched where it lies (no copy of it), and the joint apart
-                    found[0] = marker in piece or marker in tail + piece[:edge]
+                    found[0] = holds(piece, marker) or marker in tail + piece[:edge]
                     tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
                 yield piece
         # its length as the client declared it; a chunked body goes on chunked (without either
@@ -448,6 +448,21 @@ def relay_app(app, relay: Relay):
             return await app(scope, receive, send)
         return await relay(scope, receive, send)
     return asgi
+
+
+_WINDOW = 29_000
+
+
+def holds(data: bytes, marker: bytes) -> bool:
+    """`marker in data`, the relay's one look at every turn, searched in windows under 30,000
+    bytes (overlapping by the marker's length): there CPython's find skips ahead by the marker's
+    length (Horspool) where over a whole body it runs Two-Way, about twice as slow on a 1 MB turn
+    of Claude Code's or Gemini CLI's (0.22 -> 0.12 ms, 0.14 -> 0.06 ms here)."""
+    n = len(data)
+    if n <= _WINDOW or len(marker) >= 100:
+        return marker in data
+    find, reach = data.find, _WINDOW + len(marker) - 1
+    return any(find(marker, i, i + reach) >= 0 for i in range(0, n, _WINDOW))
 
 
 def _encoding(headers: list) -> bytes:
