@@ -5,7 +5,9 @@ import dataclasses
 import gzip
 import json
 import http.client
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -435,3 +437,110 @@ def test_the_windowed_marker_search_finds_what_in_finds_wherever_it_lies():
             assert holds(data, m) and m in data, at
     assert holds(m + base, m) and holds(base + m, m) and not holds(base + m[:-1], m)
     assert holds(b"short " + m, m) and not holds(b"short", m)
+
+
+def _certificates(where: Path) -> tuple:
+    """A CA of the test's own and a certificate it signed for localhost and 127.0.0.1 (openssl)."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=compaction-guard test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=localhost")
+    (where / "ext.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    run("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem",
+        "-days", "2", "-extfile", "ext.cnf")
+    return where / "ca.pem", where / "srv.pem", where / "srv.key"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificates")
+@pytest.mark.parametrize("trusted", [True, False])
+def test_an_https_upstream_is_reached_with_the_trust_the_user_set(tmp_path, monkeypatch, trusted):
+    """Every real upstream is https: a turn crosses over TLS to an upstream whose certificate the
+    user's own CA signed (SSL_CERT_FILE, as behind a company's inspecting proxy), streamed and
+    whole; without that trust, one clear 502 and nothing of the key."""
+    import ssl
+    ca, cert, key = _certificates(tmp_path)
+    if trusted:
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    else:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    up = Upstream()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    server = up.servers["main"]
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    up.__enter__()
+    port = server.server_address[1]
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"https://localhost:{port}")).__enter__()
+    try:
+        body = json.dumps(dict(REQUEST["body"], messages=[{"role": "user", "content": "hi"}])).encode()
+        c = conn(srv)
+        c.request("POST", "/v1/messages", body=body, headers=HEADERS)
+        r = c.getresponse()
+        data = r.read()
+        if not trusted:
+            assert r.status == 502 and KEY.encode() not in data, data[:300]
+            return
+        assert r.status == 200 and json.loads(data)["got"] == len(body)
+        assert up.seen[-1]["body"] == body and dict(up.seen[-1]["headers"])["x-api-key"] == KEY
+        up.release.set()
+        c.request("POST", "/stream", body=b'{"stream": true}', headers=HEADERS)
+        r = c.getresponse()
+        streamed = r.read()
+        assert r.status == 200 and streamed.count(b"event: content_block_delta") == 50
+    finally:
+        srv.__exit__(None, None, None)
+        up.__exit__(None, None, None)
+
+
+def test_a_pooled_connection_the_upstream_closed_while_idle_is_not_used_again(tmp_path):
+    """Real APIs close keep-alive connections that sit idle: the relay's next turn goes on a new
+    connection, not on the dead one (a 502 for the user)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    served, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = listener.accept()
+            except OSError:
+                continue
+            data = b""
+            while b"\r\n\r\n" not in data:
+                got = c.recv(65536)
+                if not got:
+                    break
+                data += got
+            head, _, rest = data.partition(b"\r\n\r\n")
+            sizes = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+            if not sizes:                   # serve's look at its upstream when it starts: not found
+                c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                c.close()
+                continue
+            while len(rest) < sizes[0]:
+                rest += c.recv(65536)
+            served.append(rest)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+            time.sleep(0.2)             # idle, then closed by the server, as keep-alive timeouts do
+            c.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"http://127.0.0.1:{port}")).__enter__()
+    try:
+        for i in range(2):
+            c = conn(srv)
+            c.request("POST", "/v1/messages", body=b'{"turn": %d}' % i, headers=HEADERS)
+            r = c.getresponse()
+            assert (r.status, r.read()) == (200, b"{}"), i
+            c.close()
+            time.sleep(0.6)
+        assert served == [b'{"turn": 0}', b'{"turn": 1}']
+    finally:
+        srv.__exit__(None, None, None)
+        stop.set()
+        listener.close()
