@@ -425,18 +425,25 @@ def test_a_chunked_body_goes_upstream_whole_and_its_answer_comes_back(relay):
     assert any(k.lower() == "transfer-encoding" and v.lower() == "chunked" for k, v in up.seen[-1]["headers"])
 
 
-def test_the_windowed_marker_search_finds_what_in_finds_wherever_it_lies():
-    from compaction_guard.serve.relay import _WINDOW, holds
-    m = agents.get("claude-code").relay().marker
-    base = b"x" * (4 * _WINDOW + 123)
-    assert not holds(base, m)
-    # across every window edge, just before, on and just after it, at both ends, and not whole
-    for edge in (_WINDOW, 2 * _WINDOW, 3 * _WINDOW):
-        for at in range(edge - len(m), edge + 2):
-            data = base[:at] + m + base[at + len(m):]
-            assert holds(data, m) and m in data, at
-    assert holds(m + base, m) and holds(base + m, m) and not holds(base + m[:-1], m)
-    assert holds(b"short " + m, m) and not holds(b"short", m)
+def test_the_marker_search_finds_what_in_finds_wherever_it_lies():
+    from compaction_guard.serve.relay import _WINDOW, anchor, holds, searched
+    for name in ("claude-code", "codex", "gemini"):
+        m = agents.get(name).relay().marker
+        at = anchor(m)
+        rare = m[at:at + 1]
+        # plain text; text full of the marker's rarest byte (the search falls back to searched()
+        # part way through); the marker and near misses of it everywhere
+        for base in (b"x" * (4 * _WINDOW + 123), rare * (4 * _WINDOW + 123),
+                     (m[:-1] + b"." + rare * 7) * (1 + 4 * _WINDOW // (len(m) + 7))):
+            assert not holds(base, m) and not searched(base, m), name
+            # across every window edge, just before, on and just after it, at both ends, and not whole
+            for edge in (1000, _WINDOW, 2 * _WINDOW, 3 * _WINDOW):
+                for pos in range(edge - len(m), edge + 2):
+                    data = base[:pos] + m + base[pos + len(m):]
+                    assert holds(data, m) and holds(data, m, at) and searched(data, m) and m in data, (name, pos)
+            assert holds(m + base, m) and holds(base + m, m) and not holds(base + m[:-1], m)
+            assert searched(base + m, m, len(base)) and not searched(m + base, m, 1)
+        assert holds(b"short " + m, m) and not holds(b"short", m) and not holds(m[1:], m)
 
 
 def _certificates(where: Path) -> tuple:

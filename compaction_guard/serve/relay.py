@@ -59,6 +59,7 @@ class Relay:
         import httpx
         self.agent = agent
         self.spec = agent.relay()
+        self.anchor = anchor(self.spec.marker)      # where the marker's rarest byte lies (holds())
         self.protocol = importlib.import_module(f"{__package__}.{self.spec.protocol}")
         self.base = base_url.rstrip("/")
         import urllib.parse
@@ -140,7 +141,8 @@ class Relay:
                 parsed = await self._compaction_body(plain)
                 if parsed is not None:
                     return await self._compaction(scope, receive, send, url, forward, raw, parsed, plain=plain)
-        elif scope["method"] == "POST" and holds(raw, self.spec.marker) and self.protocol.generation(scope["path"]):
+        elif scope["method"] == "POST" and holds(raw, self.spec.marker, self.anchor) \
+                and self.protocol.generation(scope["path"]):
             parsed = await self._compaction_body(raw)
             if parsed is not None:
                 return await self._compaction(scope, receive, send, url, forward, raw, parsed)
@@ -174,7 +176,7 @@ class Relay:
         marker = self.spec.marker
         generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
         encoding = _encoding(scope["headers"])
-        found = [generation and not encoding and holds(first, marker)]
+        found = [generation and not encoding and holds(first, marker, self.anchor)]
 
         edge = len(marker) - 1             # a marker across two pieces has at most this much in each
 
@@ -187,7 +189,7 @@ class Relay:
                     raise _BodyBroke(body.failed or "gone")
                 if generation and not encoding and not found[0]:
                     # the piece searched where it lies (no copy of it), and the joint apart
-                    found[0] = holds(piece, marker) or marker in tail + piece[:edge]
+                    found[0] = holds(piece, marker, self.anchor) or marker in tail + piece[:edge]
                     tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
                 yield piece
         # its length as the client declared it; a chunked body goes on chunked (without either
@@ -455,18 +457,53 @@ def relay_app(app, relay: Relay):
 
 
 _WINDOW = 29_000
+# letters from the most to the least common in English text (and in the agents' requests: their
+# prompts, code and JSON); every other byte counts as more common than any of them
+_LETTERS = b"etaoinshrdlcumwfgypbvkjxqz"
 
 
-def holds(data: bytes, marker: bytes) -> bool:
-    """`marker in data`, the relay's one look at every turn, searched in windows under 30,000
-    bytes (overlapping by the marker's length): there CPython's find skips ahead by the marker's
-    length (Horspool) where over a whole body it runs Two-Way, about twice as slow on a 1 MB turn
-    of Claude Code's or Gemini CLI's (0.22 -> 0.12 ms, 0.14 -> 0.06 ms here)."""
+def anchor(marker: bytes) -> int:
+    """Where the marker's rarest byte lies in it: a capital letter before a small one, the least
+    common letter first (`Y` of Claude Code's marker, `q` of Codex's, `X` of Gemini CLI's: about
+    370, 1,000 and 420 of each per MB of the agent's recorded requests)."""
+    def rank(i: int) -> int:
+        c = marker[i:i + 1]
+        low = c.lower()
+        if low not in _LETTERS or len(low) != 1:
+            return -1
+        return _LETTERS.index(low) + (100 if c != low else 0)
+    return max(range(len(marker)), key=rank)
+
+
+def holds(data: bytes, marker: bytes, at: int = -1) -> bool:
+    """`marker in data`, the relay's one look at every turn: each place its rarest byte (`at`,
+    anchor()) lies, found by memchr, compared with the marker; after more such places than the
+    body has 4 KB (text full of that byte), the search over what is left (searched()). On the
+    agents' own requests about 0.1 ms a MB where `in` takes 0.17-0.23 ms."""
+    if at < 0:
+        at = anchor(marker)
+    byte, find, starts = marker[at:at + 1], data.find, data.startswith
+    i = find(byte, at)
+    left = 64 + (len(data) >> 12)
+    while i >= 0:
+        if starts(marker, i - at):
+            return True
+        left -= 1
+        if not left:
+            return searched(data, marker, i - at + 1)
+        i = find(byte, i + 1)
+    return False
+
+
+def searched(data: bytes, marker: bytes, start: int = 0) -> bool:
+    """`marker in data[start:]` in windows under 30,000 bytes (overlapping by the marker's
+    length): there CPython's find skips ahead by the marker's length (Horspool) where over a
+    whole body it runs Two-Way, about twice as slow on a 1 MB turn."""
     n = len(data)
-    if n <= _WINDOW or len(marker) >= 100:
-        return marker in data
+    if n - start <= _WINDOW or len(marker) >= 100:
+        return data.find(marker, start) >= 0
     find, reach = data.find, _WINDOW + len(marker) - 1
-    return any(find(marker, i, i + reach) >= 0 for i in range(0, n, _WINDOW))
+    return any(find(marker, i, i + reach) >= 0 for i in range(start, n, _WINDOW))
 
 
 def _encoding(headers: list) -> bytes:
