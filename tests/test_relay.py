@@ -44,7 +44,7 @@ class Upstream(Served):
                 if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
                     raw = self._dechunk()
                 upstream.seen.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
-                                      "body": raw})
+                                      "body": raw, "peer": self.client_address[1]})
                 route = self.path.split("?")[0]
                 if route.startswith("/hang"):
                     time.sleep(30)
@@ -167,6 +167,28 @@ def test_an_ordinary_request_and_its_answer_cross_unchanged(relay):
     assert r.getheader("request-id") == "req_0123" and r.getheader("anthropic-ratelimit-requests-remaining") == "99"
     assert r.getheader("x-compaction-guard-level") is None       # not a compaction: the guard added nothing
     assert [k.lower() for k, _ in r.getheaders()].count("date") == 1 and r.getheader("server").startswith("BaseHTTP")
+
+
+def test_turns_go_on_one_kept_alive_upstream_connection(relay):
+    """The relay keeps its upstream connection for the next turn (no new TCP connection, nor TLS
+    handshake with a real API, for each): small turns, a body in pieces, a stream, an error, a
+    HEAD, all on the same one."""
+    up, srv = relay()
+    c = conn(srv)
+    for method, path, body in [("POST", "/v1/messages", b"{}"), ("POST", "/v1/messages", b"x" * 3_000_000),
+                               ("GET", "/v1/models", None), ("POST", "/overloaded", b"{}"), ("HEAD", "/", None),
+                               ("POST", "/v1/messages?beta=true", b'{"a": 1}')]:
+        c.request(method, path, body=body, headers={"x-api-key": KEY})
+        r = c.getresponse()
+        r.read()
+        assert r.status in (200, 529)
+    up.release.set()
+    c.request("POST", "/stream", body=b'{"stream": true}', headers=HEADERS)
+    r = c.getresponse()
+    assert r.read().endswith(b'data: {"type":"message_stop"}\n\n')
+    turns = [s for s in up.seen if s["path"] != "/healthz"]       # serve's own look when it starts aside
+    assert len(turns) == 7 and turns[1]["body"] == b"x" * 3_000_000
+    assert len({s["peer"] for s in turns}) == 1, [s["peer"] for s in turns]
 
 
 @pytest.mark.parametrize("method,path", [("GET", "/v1/models"), ("HEAD", "/"), ("POST", "/v1/messages/count_tokens"),

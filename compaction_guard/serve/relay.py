@@ -38,6 +38,7 @@ from .core import Reply, _cancel_task, brevity
 from .protocol import headers_of
 from .requests import Request
 from .upstream import HOP_HEADER, UpstreamFailure
+from .wire import WireError
 
 TOKEN_HEADER = b"x-compaction-guard-token"
 OWN_PATHS = frozenset({"/healthz", "/livez", "/metrics"})
@@ -64,29 +65,21 @@ class Relay:
         self.base = base_url.rstrip("/")
         import urllib.parse
         self.host = urllib.parse.urlsplit(self.base).netloc.rsplit("@", 1)[-1].encode("idna")
+        # the upstream's own path before every request's (a gateway's /anthropic, say)
+        self.prefix = urllib.parse.urlsplit(self.base).path.encode("utf-8")
         self.proxy = proxy
         self.settings = settings
         self.token = token
         self.logger = logger
         self.unread = set()             # the content codings already said to be unreadable
         import socket
-
-        import httpcore
-        # TCP_NODELAY: a request's head and body leave at once (without it, Nagle's algorithm holds
-        # the body for the head's delayed acknowledgement: milliseconds on every turn)
+        # every turn: HTTP/1.1 on asyncio's transports (wire.py), the bytes relayed as they come
+        from .wire import Wire
+        self.wire = Wire(self.base, settings)
+        # a compaction's levels: httpx, which decodes the answer the guard reads; TCP_NODELAY: a
+        # request's head and body leave at once
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         keep = min(64, settings.relay_max_connections)
-        # every turn: httpcore, httpx's own transport, without httpx's request and response
-        # models (about 0.2 ms a turn here); the bytes are relayed as they come, undecoded
-        from .transport import backend
-        # on asyncio's own streams where the Python has them (transport.py: anyio's scopes around
-        # every read and write were a fifth of a small turn's CPU: 0.68 -> 0.55 ms here)
-        self.pool = httpcore.AsyncConnectionPool(max_connections=settings.relay_max_connections,
-                                                 max_keepalive_connections=keep, socket_options=nodelay, retries=0,
-                                                 network_backend=backend())
-        self.timeouts = {"connect": settings.relay_connect_timeout_seconds, "read": settings.relay_read_timeout_seconds,
-                         "write": settings.relay_read_timeout_seconds, "pool": settings.relay_read_timeout_seconds}
-        # a compaction's levels: httpx, which decodes the answer the guard reads
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.relay_read_timeout_seconds, connect=settings.relay_connect_timeout_seconds),
             transport=httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=settings.relay_max_connections,
@@ -99,7 +92,7 @@ class Relay:
 
     async def close(self) -> None:
         await self.client.aclose()
-        await self.pool.aclose()
+        await self.wire.aclose()
 
     def log(self, line: str) -> None:
         if self.logger is not None:
@@ -121,6 +114,7 @@ class Relay:
             return await self._error(send, 400, "the guard relays requests for paths of its upstream only")
         query = scope.get("query_string") or b""
         url = self.base + target.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        target = self.prefix + target + (b"?" + query if query else b"")
         forward = [(k, v) for k, v in headers if k not in _HOP]
         sized = any(k == b"content-length" for k, _ in headers)
         body = _Body(self.settings, receive)
@@ -129,7 +123,7 @@ class Relay:
             return await self._refused(send, body)
         if body.more:                   # a body in several pieces: upstream as it comes (see _through)
             declared = next((v for k, v in headers if k == b"content-length"), None)
-            return await self._through(scope, receive, send, url, forward, declared, body, first)
+            return await self._through(scope, receive, send, url, target, forward, declared, body, first)
         raw = first
         encoding = _encoding(headers)
         if encoding and scope["method"] == "POST" and self.protocol.generation(scope["path"]):
@@ -146,7 +140,7 @@ class Relay:
             parsed = await self._compaction_body(raw)
             if parsed is not None:
                 return await self._compaction(scope, receive, send, url, forward, raw, parsed)
-        await self._pass(scope["method"], url, forward, raw, sized, receive, send)
+        await self._pass(scope["method"], url, target, forward, raw, sized, receive, send)
 
     def _unread(self, plain: Optional[bytes], encoding: bytes) -> None:
         """Said once per coding: bodies the guard could not decode go on unchecked (were one a
@@ -166,13 +160,12 @@ class Relay:
             await self._error(send, 408, f"the request body did not arrive within "
                               f"{self.settings.serve_body_timeout_seconds:g} s (setting serve_body_timeout_seconds)")
 
-    async def _through(self, scope, receive, send, url: str, headers: list, declared, body: "_Body",
-                       first: bytes) -> None:
+    async def _through(self, scope, receive, send, url: str, target: bytes, headers: list, declared,
+                       body: "_Body", first: bytes) -> None:
         """A body in several pieces goes upstream as it comes, each piece kept (held once), so the
         upstream reads it while the rest arrives. Its first answer is awaited whole-bodied as L1:
         when the body turns out to be the agent's compaction, that answer is held and checked (the
         core's first level, already asked); otherwise it is relayed as it comes."""
-        import httpcore
         marker = self.spec.marker
         generation = scope["method"] == "POST" and self.protocol.generation(scope["path"])
         encoding = _encoding(scope["headers"])
@@ -194,20 +187,13 @@ class Relay:
                 yield piece
         # its length as the client declared it; a chunked body goes on chunked (without either
         # header, h11 would take it for an empty body and refuse the first piece)
-        head = [(b"Host", self.host)] + headers + ([(b"Content-Length", declared)] if declared
-                                                    else [(b"Transfer-Encoding", b"chunked")])
-        request = httpcore.Request(scope["method"], url, headers=head, content=feed(),
-                                   extensions={"timeout": self.timeouts})
+        head = self._head(headers, b"Content-Length: " + declared if declared else b"Transfer-Encoding: chunked")
         try:
-            resp = await self.pool.handle_async_request(request)
-        except Exception as exc:        # noqa: BLE001 - the body broke off, or the upstream could not be reached
+            resp = await self.wire.request(scope["method"], target, head, pieces=feed(), chunked=not declared)
+        except (WireError, _BodyBroke) as exc:      # the body broke off, or the upstream could not be reached
             if body.failed is not None or isinstance(exc, _BodyBroke):
                 return await self._refused(send, body)
-            if isinstance(exc, httpcore.TimeoutException):
-                return await self._error(send, 504, f"{safe_url(self.base)} did not answer within "
-                                         f"{self.settings.relay_read_timeout_seconds:g} s")
-            return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
-                                     f"({type(exc).__name__})")
+            return await self._unreached(send, exc)
         if generation and encoding:         # compressed: searched as the upstream reads it
             plain = await self.proxy.cpu(_decoded, body.whole(), encoding, self.settings.relay_max_body_bytes)
             self._unread(plain, encoding)
@@ -221,23 +207,32 @@ class Relay:
             return await self._relay_answer(scope["method"], url, resp, receive, send)
         return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp, plain=plain)
 
-    async def _pass(self, method: str, url: str, headers: list, raw: bytes, sized: bool, receive, send) -> None:
+    async def _pass(self, method: str, url: str, target: bytes, headers: list, raw: bytes, sized: bool, receive,
+                    send) -> None:
         """The request relayed as it came, its answer as it comes."""
-        import httpcore
-        # the upstream's Host; the body's length as the client said it (or as it came, chunked)
-        head = [(b"Host", self.host)] + headers
-        if raw or sized:
-            head.append((b"Content-Length", str(len(raw)).encode()))
-        request = httpcore.Request(method, url, headers=head, content=raw, extensions={"timeout": self.timeouts})
+        # the body's length as the client said it (or as it came, chunked)
+        head = self._head(headers, b"Content-Length: %d" % len(raw) if raw or sized else None)
         try:
-            resp = await self.pool.handle_async_request(request)
-        except httpcore.TimeoutException:
-            return await self._error(send, 504, f"{safe_url(self.base)} did not answer within "
-                                     f"{self.settings.relay_read_timeout_seconds:g} s")
-        except Exception as exc:        # noqa: BLE001 - httpcore's connection errors share no base class
-            return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} "
-                                     f"({type(exc).__name__})")
+            resp = await self.wire.request(method, target, head, raw)
+        except WireError as exc:
+            return await self._unreached(send, exc)
         await self._relay_answer(method, url, resp, receive, send)
+
+    def _head(self, headers: list, framing: Optional[bytes]) -> bytes:
+        """The request's header lines: the upstream's Host, the client's own headers as they came
+        (uvicorn's parser let no line break into them), then the body's framing."""
+        lines = [b"Host: " + self.host]
+        lines += [k + b": " + v for k, v in headers]
+        if framing:
+            lines.append(framing)
+        lines.append(b"")
+        return b"\r\n".join(lines)
+
+    async def _unreached(self, send, exc: "WireError") -> None:
+        if exc.timeout:
+            return await self._error(send, 504, f"{safe_url(self.base)} did not answer within "
+                                     f"{self.settings.relay_read_timeout_seconds:g} s ({exc.name})")
+        return await self._error(send, 502, f"the guard could not reach {safe_url(self.base)} ({exc.name})")
 
     async def _relay_answer(self, method: str, url: str, resp, receive, send) -> None:
         """The upstream's answer relayed as it comes; the client gone, the upstream's answer too."""
@@ -363,7 +358,7 @@ class RelayRoute:
 
     def __init__(self, relay: Relay, url: str, headers: list, raw: bytes, body: dict, asked=None):
         self.relay = relay
-        self.asked = asked          # L1's answer already under way (httpcore), taken by the first call
+        self.asked = asked          # L1's answer already under way (wire.Answer), taken by the first call
         self.url = url
         self.headers = headers
         # L2's body is written anew, as plain JSON: without the encoding the client's body had
@@ -419,10 +414,11 @@ class RelayRoute:
             raise UpstreamFailure(f"{where}: no answer in time", "timeout") from None
         except UpstreamFailure:
             raise
-        except Exception as exc:        # noqa: BLE001 - httpx's, or httpcore's under an answer already asked
-            if "Timeout" in type(exc).__name__:
+        except Exception as exc:        # noqa: BLE001 - httpx's, or wire's under an answer already asked
+            if getattr(exc, "timeout", False):
                 raise UpstreamFailure(f"{where}: no answer in time", "timeout") from None
-            raise UpstreamFailure(self.scrub(f"{where}: connection failed ({type(exc).__name__})"), "error") from None
+            how = getattr(exc, "name", None) or type(exc).__name__
+            raise UpstreamFailure(self.scrub(f"{where}: connection failed ({how})"), "error") from None
         answer = b"".join(chunks)
         raw = (status, rheaders, answer)
         if status >= 300:
@@ -585,7 +581,7 @@ class _Body:
 
 
 class _Stream(httpx.AsyncByteStream):
-    """An answer httpcore is reading, as httpx's byte stream (httpx decodes it)."""
+    """An answer wire.py is reading, as httpx's byte stream (httpx decodes it)."""
 
     def __init__(self, resp):
         self.resp = resp

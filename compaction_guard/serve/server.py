@@ -201,7 +201,8 @@ def serve(home: Path, choice, settings, host: str = "127.0.0.1", port: int = 874
     (agent, upstream URL) to stand in front of an agent that compacts on the endpoint of every
     turn (serve/relay.py); `choice` is then not used."""
     import importlib.util
-    if not all(importlib.util.find_spec(m) for m in ("uvicorn", "starlette", "httpx", "prometheus_client")):
+    needs = ("uvicorn", "starlette", "httpx", "httptools", "prometheus_client")
+    if not all(importlib.util.find_spec(m) for m in needs):
         raise GuardError("serve needs its extras: pip install 'compaction-resilience-guard[serve]'")
     env = os.environ if env is None else env
     token = env.get(token_env) or None
