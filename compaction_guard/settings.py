@@ -216,6 +216,13 @@ class Settings:
     # ... and nothing the last answer_late_share of the history brings first (its latest state).
     answer_late_share: float = 0.35
     answer_note_min_template: float = 0.3
+    # ... a note too when at least this share of its word 3-grams, this many or more, are a compaction
+    # prompt's (data/compaction_prompts.txt): the summary it was asked for described in the prompt's own
+    # words. Measured (tests/corpus/evaluate.py): short summaries of a history, at most 0.22 of good ones
+    # (0.14 of those that name none of the history's specifics); SmolLM2's "a detailed summary of the
+    # conversation, focusing on the user's explicit requests and intents, ..." 0.57 (13 of 23).
+    answer_prompt_phrase_min_share: float = 0.4
+    answer_prompt_phrase_min: int = 6
     # Without the history: an announcing word opening a text of at most this many characters, naming
     # nothing ("让我继续分析"), is a preamble.
     answer_bare_intent_max_chars: int = 80

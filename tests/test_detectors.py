@@ -1058,6 +1058,43 @@ def test_a_meta_statement_about_the_conversation_shares_nothing_of_the_history()
     assert "empty" not in r.failures and "ungrounded" not in r.failures
 
 
+
+RETRY_HISTORY = ("user: Before release 2.7.1 (ticket PAY-4410) we harden invoice-sync. Read src/billing/retry.py.\n\n"
+                 "assistant: retry.py sets MAX_RETRIES = 6 and BACKOFF_MS = 250; invoice_push() waits up to 15.75 s.\n\n"
+                 "user: Which timeout does deploy/values-prod.yaml give the job?\n\n"
+                 "assistant: jobTimeoutSeconds: 12 in deploy/values-prod.yaml; the 15.75 s budget does not fit.\n\n"
+                 "user: Decision: lower MAX_RETRIES to 5, BACKOFF_MS stays 250. Find every place that uses it.\n\n"
+                 "assistant: MAX_RETRIES is set in src/billing/retry.py (line 4) and read by tests/test_retry.py "
+                 "(test_gives_up_after_max_retries). With 5 attempts the wait is 7.75 s.\n\n"
+                 "user: Add it to CHANGELOG.md under 2.7.1 and cite PAY-4410.\n\n"
+                 "assistant: CHANGELOG.md updated: 2.7.1 - MAX_RETRIES 6 -> 5 (PAY-4410), total wait 7.75 s < 12 s.\n\n"
+                 "user: Run the tests.\n\nassistant: python3 tests/test_retry.py: 3 passed, exit code 0.")
+
+
+def test_the_summary_described_in_the_prompt_s_words_is_a_placeholder():
+    """SmolLM2 answered Claude Code's compaction request with one sentence about the summary it was
+    asked for, in the prompt's phrases (#58, claude-code-ja-smollm2): it names none of the history's
+    specifics, and its one content word the history also holds (`code`, of `exit code 0`) is there
+    by chance. `empty`, named `placeholder`, whatever the history's language; a short summary that
+    names the work, even one opening with a heading of the prompt, stays valid."""
+    meta = ("This is a detailed summary of the conversation, focusing on the user's explicit requests and intents, "
+            "and the key technical concepts and code snippets.")
+    r = validate(meta, input=RETRY_HISTORY)
+    assert r.failures == ["empty"] and r.findings[0].figures["form"] == "placeholder", r.reasons
+    assert "compaction prompt's wording" in r.reasons["empty"] and "PAY-4410" in r.reasons["empty"]
+    for good in ("MAX_RETRIES lowered from 6 to 5 in src/billing/retry.py for 2.7.1 (PAY-4410); CHANGELOG.md "
+                 "updated, wait 7.75 s under the 12 s job timeout.",
+                 "The user's explicit request: lower MAX_RETRIES to 5 in src/billing/retry.py for 2.7.1 (PAY-4410), "
+                 "noted in CHANGELOG.md.",
+                 "Primary request and intent: harden invoice-sync before the release; the retries were cut to fit "
+                 "the job's timeout and the changelog cites the ticket."):
+        assert validate(good, input=RETRY_HISTORY).valid, good
+    # the real one: an English sentence over a Japanese session half made of English tool output
+    path = Path(__file__).parent / "corpus" / "real" / "sessions.jsonl"
+    row = next(x for x in map(json.loads, open(path, encoding="utf-8")) if x["id"] == "claude-code-ja-smollm2")
+    r = validate(row["summary"], input=row["history"])
+    assert r.failures == ["empty"] and r.findings[0].figures["form"] == "placeholder", r.reasons
+
 def test_keyboard_mash_is_garbled_not_another_language():
     mash = ("hjhklllljklllk dsfsaadsdghgdf fdgfhjkll jghfghklll opppppppopiy jhfgfdfd saasdaadfsd lklljkj gjgfghgfsdf "
             "lkhkll iuoppppip pppipiyuo tuyuopp iopp jklllljkh bczcv ljhjkllkljkl terweq aasaaasadf")

@@ -21,7 +21,11 @@ An operator who reads "information-free" does not know what to fix; the form say
     class like the words of "nothing"). Fix: the prompt or the provider's policy;
   - `placeholder`, when its words are mostly the compactors' own (`answer_note_min_template`
     of its content words: "messages were removed to free context"): a note in place of a
-    summary. Fix: the compactor (its summarizer was skipped or failed);
+    summary. Fix: the compactor (its summarizer was skipped or failed); or when its phrases are
+    a compaction prompt's (`answer_prompt_phrase_min_share` of its word 3-grams,
+    `answer_prompt_phrase_min` or more: "a detailed summary of the conversation, focusing on the
+    user's explicit requests and intents"): the summary it was asked for described, not written.
+    Fix: the model (a small one does it);
   - `preamble` otherwise: a statement of what the model was about to do, naming a file or two
     ("Let me read deploy/helm/values-prod.yaml first"). Fix: re-run with tools off / a model that
     follows the prompt.
@@ -242,6 +246,27 @@ def echo(text: str, settings) -> list:
                     figures={"form": "echo", "prompt_share": round(share, 3)})]
 
 
+@lru_cache(maxsize=1)
+def _prompt_phrases() -> frozenset:
+    """The word-unit 3-grams (overlap.units) of the known compaction prompts (data/compaction_prompts.txt)."""
+    from importlib.resources import files
+    text = files("compaction_guard").joinpath("data/compaction_prompts.txt").read_text(encoding="utf-8")
+    out = set()
+    for block in text.split("\n#@\n"):
+        u = units("\n".join(ln for ln in block.splitlines() if not ln.startswith("# ")))
+        out.update(zip(u, u[1:], u[2:]))
+    return frozenset(out)
+
+
+def prompt_phrases(text: str) -> tuple:
+    """(how many of the text's word 3-grams are a compaction prompt's, how many it has): its words
+    as overlap.units cuts them, so a paraphrase's punctuation and case do not hide the prompt's phrases."""
+    u = units(text)
+    grams = list(zip(u, u[1:], u[2:]))
+    known = _prompt_phrases()
+    return sum(1 for g in grams if g in known), len(grams)
+
+
 def _short(text: str, settings) -> bool:
     """answer_max_chars or less, two sentences at most."""
     if len(text) > settings.answer_max_chars:
@@ -317,6 +342,16 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
                         "specifics; the compactor stored a note instead of a summary (its summarizer was skipped or "
                         "failed): check the compactor, re-run compaction",
                         figures={"form": "placeholder", "carried": carried, "history_specifics": len(specifics)})]
+    phrases, grams = prompt_phrases(text)
+    if phrases >= settings.answer_prompt_phrase_min and phrases >= settings.answer_prompt_phrase_min_share * grams:
+        named = f"names only {', '.join(repr(c) for c in carried)} of" if carried else "names none of"
+        return [Finding("empty", f"a statement about the summary in place of one ({' '.join(text.split())[:70]!r}): "
+                        f"{phrases} of its {grams} phrases are a compaction prompt's wording, and it {named} the "
+                        f"{len(specifics)} specifics the history held ({_held(history, carried)}); the model described "
+                        "the summary it was asked for instead of writing it (a small model does): re-run compaction "
+                        "with another model", figures={"form": "placeholder", "prompt_phrases": phrases,
+                                                       "phrases": grams, "carried": carried,
+                                                       "history_specifics": len(specifics)})]
     if not announces(text):
         return []
     named = (f"names {', '.join(repr(c) for c in carried)} of" if carried else "names none of")
