@@ -661,6 +661,7 @@ class _ScriptTable(dict):
         self.whole_pages = b""
         self.beyond = set()     # pages holding a script past the 254th met (not coded in one byte)
         self.masks = {}     # page -> the bytes.translate table marking it (0xFF) among the pages
+        self.firsts = {}    # the first word of a character's name -> its code's byte (_page)
 
     def __missing__(self, cp):
         import unicodedata
@@ -676,26 +677,26 @@ class _ScriptTable(dict):
 
     def _page(self, p: int) -> bytes:
         """The BMP page `p`'s 256 characters (U+pp00-U+ppFF) one byte each: 0 for a space, else 1 +
-        the number of its script's code; the same classification as __missing__, filled in too."""
+        the number of its script's code; the same classification as __missing__ (whose table is
+        left as it is), each name's first word coded once (`firsts`)."""
         import unicodedata
-        category, name_of, codes = unicodedata.category, unicodedata.name, self.codes
+        name_of, firsts = unicodedata.name, self.firsts
+        chars = [chr(p << 8 | lo) for lo in range(256)]
         out = bytearray(256)
-        for lo in range(256):
-            cp = p << 8 | lo
-            code = self.get(cp)
-            if code is None:
-                ch = chr(cp)
-                code = " "
-                if category(ch)[0] in "LM":
-                    name = name_of(ch, "?").partition(" ")[0]
+        for lo, ch, cat in zip(range(256), chars, map(unicodedata.category, chars)):
+            if cat[0] in "LM":
+                first = name_of(ch, "?").partition(" ")[0]
+                byte = firsts.get(first)
+                if byte is None:
+                    name = first
                     if "HIRAGANA" in name or "KATAKANA" in name or "CJK" in name or "IDEOGRAPH" in name \
                             or "KANGXI" in name:
                         name = "CJK"
-                    code = codes.get(name)
+                    code = self.codes.get(name)
                     if code is None:
-                        code = codes[name] = chr(0x4E00 + len(codes))
-                self[cp] = code
-            out[lo] = 0 if code == " " else min(255, ord(code) - 0x4E00 + 1)
+                        code = self.codes[name] = chr(0x4E00 + len(self.codes))
+                    byte = firsts[first] = min(255, ord(code) - 0x4E00 + 1)
+                out[lo] = byte
         table = self.pages[p] = bytes(out)
         if 255 in table:
             self.beyond.add(p)
