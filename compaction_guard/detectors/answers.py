@@ -55,6 +55,12 @@ def _prompt_shingles() -> frozenset:
     return frozenset(out)
 
 
+@lru_cache(maxsize=1)
+def _prompt_words() -> frozenset:
+    """Every word of a known compaction prompt's 5-grams."""
+    return frozenset(w for g in _prompt_shingles() for w in g)
+
+
 def _shingles(text: str, n: int = 5) -> set:
     """The text's word n-grams, its words split at whitespace and lowercased (an echo repeats the prompt
     verbatim, its punctuation too; split and joined in C: an echo is looked for in every summary)."""
@@ -69,7 +75,10 @@ def echoed_prompt(text: str, settings) -> Optional[float]:
     # a prompt sent back starts within the first words (after a line of preamble at most): none of the
     # first answer_echo_head_words words' 5-grams a prompt's, none is sent back (most summaries end here)
     head = text[:settings.answer_echo_head_words * 10].lower().split()[:settings.answer_echo_head_words]
-    if not _prompt_shingles().intersection(zip(head, head[1:], head[2:], head[3:], head[4:])):
+    # (a prompt's 5-gram is five of the prompts' words in a row: without such a run, none is; the
+    # words looked up in C, the run found by a byte search)
+    if bytes(map(_prompt_words().__contains__, head)).find(b"\1\1\1\1\1") < 0 \
+            or not _prompt_shingles().intersection(zip(head, head[1:], head[2:], head[3:], head[4:])):
         return None
     mine = _shingles(text[:settings.answer_echo_max_chars])
     if len(mine) < settings.answer_echo_min_shingles:

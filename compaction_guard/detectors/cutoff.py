@@ -109,7 +109,9 @@ def _closes_sentences(lines: list, last: str) -> tuple:
     """Whether the writer closes sentences: at least cutoff_min_closed_share of the
     earlier prose lines end with closing punctuation, or (one line) the last line
     has a closed sentence inside it."""
-    prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or count_matches(CJK_RUN_RE, ln) >= 10)]
+    # (ten CJK characters need ten characters, none of them ASCII: the count is made only then)
+    prose = [ln for ln in lines if not _LINE_OK_RE.match(ln) and (len(ln.split()) >= 4 or (
+        len(ln) >= 10 and not ln.isascii() and count_matches(CJK_RUN_RE, ln) >= 10))]
     if not prose:
         return _INNER_END_RE.search(last) is not None, 1.0
     return True, sum(1 for ln in prose if _closed(ln)) / len(prose)
@@ -146,7 +148,10 @@ def _short_item(text: str):
         alike = [ln for ln in lines[:-1] if len(ln) > size and (ln[:1] == first or digit and ln[:1].isdecimal())]
         if alike:
             cut = _DIGIT_RE.sub("0", last)
-            if any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
+            # (a last line without a digit starts a masked line only where it starts the line itself:
+            # no digit stands in that many of its first characters)
+            if any(ln.startswith(cut) for ln in alike) if cut == last and "0" not in last \
+                    else any(_DIGIT_RE.sub("0", ln).startswith(cut) for ln in alike):
                 # the model began an earlier line again (digits set aside: `#4 - The most common`
                 # where `#3 - The most common error ...` goes on) and was stopped inside it (a
                 # closing fence or rule, no letter or digit, is not a line cut short)

@@ -8,6 +8,7 @@ reasoning.strip_reasoning, which the LLM client shares.
 """
 from __future__ import annotations
 
+import itertools
 import re
 try:                                    # the regex parser, for a pattern's longest match
     from re import _parser as _sre_parse
@@ -562,6 +563,12 @@ def _more_than(cand: set, n: int) -> bool:
     """Whether more than `n` of the units are 3 bytes or more (or CJK pairs): counted until known."""
     if len(cand) <= n:
         return False
+    k = 0
+    for u in itertools.islice(cand, 4 * (n + 1)):     # most units count: a few looked at settle it
+        if not isinstance(u, bytes) or len(u) > 2:
+            k += 1
+            if k > n:
+                return True
     if sum(map((2).__lt__, map(len, cand))) > n:     # 3 units or characters or more, counted in C
         return True
     k = 0

@@ -654,6 +654,14 @@ class _ScriptTable(dict):
     def __init__(self):
         super().__init__()
         self.codes = {}
+        self.pages = {}     # page (a code point's high byte, in the BMP) -> its 256 characters' codes (_page)
+        # a page whose 256 characters share one code: 1, and that code (read off the page alone)
+        self.whole = bytearray(256)
+        self.whole_code = bytearray(256)
+        self.whole_pages = b""
+        self.beyond = set()     # pages holding a script past the 254th met (not coded in one byte)
+        self.masks = {}     # page -> the bytes.translate table marking it (0xFF) among the pages
+        self.firsts = {}    # the first word of a character's name -> its code's byte (_page)
 
     def __missing__(self, cp):
         import unicodedata
@@ -667,8 +675,69 @@ class _ScriptTable(dict):
         self[cp] = code
         return code
 
+    def _page(self, p: int) -> bytes:
+        """The BMP page `p`'s 256 characters (U+pp00-U+ppFF) one byte each: 0 for a space, else 1 +
+        the number of its script's code; the same classification as __missing__ (whose table is
+        left as it is), each name's first word coded once (`firsts`)."""
+        import unicodedata
+        name_of, firsts = unicodedata.name, self.firsts
+        chars = [chr(p << 8 | lo) for lo in range(256)]
+        out = bytearray(256)
+        for lo, ch, cat in zip(range(256), chars, map(unicodedata.category, chars)):
+            if cat[0] in "LM":
+                first = name_of(ch, "?").partition(" ")[0]
+                byte = firsts.get(first)
+                if byte is None:
+                    name = first
+                    if "HIRAGANA" in name or "KATAKANA" in name or "CJK" in name or "IDEOGRAPH" in name \
+                            or "KANGXI" in name:
+                        name = "CJK"
+                    code = self.codes.get(name)
+                    if code is None:
+                        code = self.codes[name] = chr(0x4E00 + len(self.codes))
+                    byte = firsts[first] = min(255, ord(code) - 0x4E00 + 1)
+                out[lo] = byte
+        table = self.pages[p] = bytes(out)
+        if 255 in table:
+            self.beyond.add(p)
+        elif table.count(table[0]) == 256:
+            self.whole[p], self.whole_code[p] = 1, table[0]
+            self.whole_pages += bytes((p,))
+        return table
+
+    def codes_of(self, text: str) -> Optional[bytes]:
+        """`text`'s characters one byte each, as _page codes them, without a Python step per
+        character (str.translate looks each one up in this dict): the text's UTF-16 cut into
+        its characters' pages and low bytes, each read through a table (bytes.translate), the
+        pages' codes joined as big integers. None for text beyond the BMP (a surrogate pair)."""
+        u = text.encode("utf-16-be", "surrogatepass")
+        n = len(text)
+        if len(u) != 2 * n:
+            return None
+        hi, lo = u[0::2], u[1::2]
+        rest = hi.translate(None, self.whole_pages)     # characters of pages coded character by character
+        mixed = []
+        while rest:
+            p = rest[0]
+            rest = rest.replace(bytes((p,)), b"")
+            if p not in self.pages:
+                self._page(p)
+            if p in self.beyond:
+                return None
+            if not self.whole[p]:
+                mixed.append(p)
+        acc = int.from_bytes(hi.translate(self.whole_code), "big")
+        for p in mixed:
+            mask = self.masks.get(p)
+            if mask is None:
+                mask = self.masks[p] = bytes(0xFF if b == p else 0 for b in range(256))
+            acc |= int.from_bytes(lo.translate(self.pages[p]), "big") & int.from_bytes(hi.translate(mask), "big")
+        return acc.to_bytes(n, "big")
+
 
 _SCRIPTS = _ScriptTable()
+_NONZERO_ONE = bytes([0]) + bytes([1]) * 255     # bytes.translate: every byte but 0 to 1
+_SCRIPT_BYTES_MIN_CHARS = 100
 _SAME_RUN_RE = re.compile(r"(\S)\1*")
 # A character that may be a letter of a script other than Latin: anything outside the
 # Latin blocks (ASCII, Latin-1, Extended A/B, Extended Additional), general punctuation and symbols
@@ -689,6 +758,27 @@ def script_mixing(text: str, settings) -> list:
     sample = text[:settings.garbled_script_sample_chars]
     if not _BEYOND_LATIN_RE.search(sample):     # its letters are all Latin: one script
         return []
+    # (a short text costs less through str.translate: the bytes' passes cost ~5 us whatever its length)
+    codes = _SCRIPTS.codes_of(sample) if len(sample) >= _SCRIPT_BYTES_MIN_CHARS else None
+    if codes is not None:
+        # the same counts on one byte a character (0 a space), in C: a word is a run of non-zero
+        # bytes; a switch, two non-zero bytes in a row that differ (the codes as a big integer
+        # XORed with itself shifted by a byte)
+        letters = codes.translate(_NONZERO_ONE)
+        words = (b"\0" + letters).count(b"\0\1")
+        count = len(codes) - codes.count(0)
+        pairs = count - words
+        if pairs < settings.garbled_script_min_pairs:
+            return []
+        # a switch has a letter of another script than the commonest on one side at least, and
+        # such a letter is in two pairs at most: most text is done here
+        most = max((codes.count(c) for c in set(codes[:64]) if c), default=0)
+        if 2 * (count - most) / pairs < settings.garbled_script_min_switch_share:
+            return []
+        x, m = int.from_bytes(codes, "big"), int.from_bytes(letters, "big")
+        differ = int.from_bytes((x ^ (x >> 8)).to_bytes(len(codes), "big").translate(_NONZERO_ONE), "big")
+        if (m & (m >> 8) & differ).bit_count() / pairs < settings.garbled_script_min_switch_share:
+            return []
     mapped = sample.translate(_SCRIPTS)
     words = mapped.split()
     pairs = len(mapped) - mapped.count(" ") - len(words)
