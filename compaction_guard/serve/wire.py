@@ -11,8 +11,8 @@ Each wait is bounded: connecting (`relay_connect_timeout_seconds`), a free conne
 write and every read (`relay_read_timeout_seconds`).
 
 This is what httpcore and h11 did for the relay, without their per-request objects and events
-in Python: a relayed 10 KB turn's CPU 0.57 -> 0.22 ms, a 1 MB turn's 1.19 -> 0.63 ms here
-(a prototype against the relay, in one run). Compactions go through httpx (relay.py's
+in Python: a relayed 10 KB turn's CPU 0.57-0.62 -> 0.27 ms, a 1 MB turn's 1.03-1.19 -> 0.79 ms
+here (benchmarks/bench_relay.py's turns, before and after). Compactions go through httpx (relay.py's
 RelayRoute), which decodes the answer the guard reads."""
 from __future__ import annotations
 
