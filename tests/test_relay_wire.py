@@ -194,3 +194,179 @@ def test_turns_beyond_the_connection_limit_wait_for_one_and_all_arrive(scripted)
         t.join(30)
     assert {i: (r.status, d) for i, (r, d) in out.items()} == {i: (200, b'{"got": %d}' % i) for i in range(6)}
     assert len(set(up.peers[-6:])) <= 2
+
+
+class HttpProxy:
+    """A forwarding HTTP proxy on a raw socket, as companies run them: CONNECT opens a tunnel
+    (then bytes both ways); any other request names the whole URL, which it forwards in origin
+    form on a connection of its own. Each request line it was asked and each
+    Proxy-Authorization it was given are kept; `refuse`: every CONNECT answered 403."""
+
+    def __init__(self, refuse=False):
+        self.asked, self.auth, self.refuse = [], [], refuse
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.3)
+        self.port = self.listener.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _serve(self, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            got = c.recv(65536)
+            if not got:
+                c.close()
+                return
+            data += got
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        method, target, version = lines[0].split(b" ")
+        self.asked.append(lines[0].decode())
+        self.auth.append(next((ln.split(b":", 1)[1].strip().decode() for ln in lines[1:]
+                               if ln.lower().startswith(b"proxy-authorization:")), None))
+        if method == b"CONNECT":
+            if self.refuse:
+                c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                c.close()
+                return
+            host, port = target.decode().rsplit(":", 1)
+            up = socket.create_connection((host, int(port)))
+            c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            from urllib.parse import urlsplit
+            u = urlsplit(target.decode())
+            up = socket.create_connection((u.hostname, u.port))
+            origin = (u.path or "/") + ("?" + u.query if u.query else "")
+            kept = [ln for ln in lines[1:] if not ln.lower().startswith(b"proxy-authorization:")]
+            up.sendall(b"\r\n".join([method + b" " + origin.encode() + b" " + version] + kept) + b"\r\n\r\n" + rest)
+            rest = b""
+        if rest:
+            up.sendall(rest)
+        threading.Thread(target=self._pipe, args=(up, c), daemon=True).start()
+        self._pipe(c, up)
+
+    def close(self):
+        self.stop.set()
+        self.listener.close()
+
+
+def test_an_http_upstream_is_reached_through_the_proxy_the_environment_names(tmp_path, monkeypatch, capfd):
+    """HTTP_PROXY with credentials: the turn goes to the proxy naming the whole URL, with the
+    proxy's credentials (never the client's own Proxy-Authorization), and arrives whole; the proxy's
+    password is in no line serve writes."""
+    proxy = HttpProxy()
+    monkeypatch.setenv("HTTP_PROXY", f"http://corp%40user:s3cret-proxy-pw@127.0.0.1:{proxy.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    up = Scripted(_answers)
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"http://127.0.0.1:{up.port}")).__enter__()
+    try:
+        c = conn(srv)
+        c.request("POST", "/v1/messages?beta=true", body=b"7",
+                  headers={"x-api-key": KEY, "proxy-authorization": "Basic client-own"})
+        r = c.getresponse()
+        assert (r.status, r.read()) == (200, b'{"got": 7}')
+        assert f"POST http://127.0.0.1:{up.port}/v1/messages?beta=true HTTP/1.1" in proxy.asked
+        import base64
+        assert base64.b64encode(b"corp@user:s3cret-proxy-pw").decode() in proxy.auth[-1]
+        assert up.seen[-1] == ("POST", "/v1/messages?beta=true", b"7")
+    finally:
+        srv.__exit__(None, None, None)
+        up.close()
+        proxy.close()
+    err = capfd.readouterr().err
+    assert f"through the proxy http://127.0.0.1:{proxy.port}" in err and "s3cret-proxy-pw" not in err
+
+
+@pytest.mark.skipif(__import__("shutil").which("openssl") is None, reason="openssl makes the test's certificates")
+@pytest.mark.parametrize("refused", [False, True])
+def test_an_https_upstream_is_reached_through_a_connect_tunnel(tmp_path, monkeypatch, refused):
+    """HTTPS_PROXY: a CONNECT tunnel to the upstream, TLS inside it to the upstream's own name
+    (the user's CA), turns and a stream on it; a proxy that refuses the tunnel is one clear 502."""
+    import json
+    import ssl
+
+    from test_relay import REQUEST, Upstream, _certificates
+    proxy = HttpProxy(refuse=refused)
+    ca, cert, key = _certificates(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    monkeypatch.setenv("https_proxy", f"127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("NO_PROXY", "example.invalid")
+    up = Upstream()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    server = up.servers["main"]
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    up.__enter__()
+    port = server.server_address[1]
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"https://localhost:{port}")).__enter__()
+    try:
+        body = json.dumps(dict(REQUEST["body"], messages=[{"role": "user", "content": "hi"}])).encode()
+        c = conn(srv)
+        c.request("POST", "/v1/messages", body=body, headers=HEADERS)
+        r = c.getresponse()
+        data = r.read()
+        assert proxy.asked[0] == f"CONNECT localhost:{port} HTTP/1.1"
+        if refused:
+            assert r.status == 502 and b"ProxyError" in data and KEY.encode() not in data, data
+            return
+        assert r.status == 200 and json.loads(data)["got"] == len(body)
+        up.release.set()
+        c.request("POST", "/stream", body=b'{"stream": true}', headers=HEADERS)
+        r = c.getresponse()
+        assert r.status == 200 and r.read().count(b"event: content_block_delta") == 50
+        turns = [t for t in up.seen if t["path"] != "/healthz"]        # serve's own look when it starts aside
+        assert len(turns) == 2 and len({t["peer"] for t in turns}) == 1      # both on one tunnel, kept alive
+    finally:
+        srv.__exit__(None, None, None)
+        up.__exit__(None, None, None)
+        proxy.close()
+
+
+def test_no_proxy_sends_the_upstream_straight_and_a_socks_proxy_is_one_clear_line(tmp_path, monkeypatch):
+    proxy = HttpProxy()
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    up = Scripted(_answers)
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"http://127.0.0.1:{up.port}")).__enter__()
+    try:
+        assert _ask(srv, "POST", "/v1/messages", b"8")[1] == b'{"got": 8}' and proxy.asked == []
+    finally:
+        srv.__exit__(None, None, None)
+        up.close()
+        proxy.close()
+    from compaction_guard.errors import GuardError
+    monkeypatch.setenv("ALL_PROXY", "socks5://user:pw@127.0.0.1:1080")
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.delenv("NO_PROXY")
+    with pytest.raises(GuardError) as err:
+        Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), "http://127.0.0.1:9")).__enter__()
+    assert "not an http:// proxy" in str(err.value) and "pw" not in str(err.value)

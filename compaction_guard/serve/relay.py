@@ -32,6 +32,7 @@ from typing import Optional
 import httpx
 
 from ..contract import of_request
+from ..errors import GuardError
 from ..redact import Redactor, safe_url
 from .answers import LateHeadersStream
 from .core import Reply, _cancel_task, brevity
@@ -74,8 +75,12 @@ class Relay:
         self.unread = set()             # the content codings already said to be unreadable
         import socket
         # every turn: HTTP/1.1 on asyncio's transports (wire.py), the bytes relayed as they come
-        from .wire import Wire
-        self.wire = Wire(self.base, settings)
+        from .wire import Wire, proxy_for
+        try:
+            self.via = proxy_for(self.base)     # HTTPS_PROXY and the like, as httpx reads them
+        except ValueError as exc:
+            raise GuardError(str(exc)) from None
+        self.wire = Wire(self.base, settings, self.via)
         # a compaction's levels: httpx, which decodes the answer the guard reads; TCP_NODELAY: a
         # request's head and body leave at once
         nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]

@@ -289,7 +289,8 @@ def _serve_relay(home, relay_to, settings, host, port, token, observe, ready) ->
                   describe=f"{agent.title}'s upstream {safe_url(base_url)} (relayed)")
     relay = Relay(agent, base_url, proxy, settings, token=token, logger=_log)
     proxy.warm()
-    _log(f"compaction-guard serve: on http://{host}:{port}, relaying {agent.title} to {safe_url(base_url)} "
+    through = f" through the proxy {relay.via.shown}" if relay.via is not None else ""
+    _log(f"compaction-guard serve: on http://{host}:{port}, relaying {agent.title} to {safe_url(base_url)}{through} "
          f"(point {relay.spec.variable} at http://{host}:{port}; only its compactions are checked), state "
          f"{proxy.store.path}" + (" (observe: answers returned unchanged)" if observe else ""))
     # the upstream's own Date and Server headers are relayed: uvicorn adds none of its own

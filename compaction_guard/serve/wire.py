@@ -6,7 +6,9 @@ or chunked); the answer is parsed by httptools (llhttp, the C parser uvicorn rea
 and handed on as it arrives, the connection's reading paused while more than `_HIGH` bytes of it
 wait for the client (a stream is never held whole). Connections are kept alive for the next
 request (at most `relay_max_connections` open, the idle ones reused last-in first-out; one the
-upstream closed while idle is dropped); TLS by the event loop, with the trust httpx would use.
+upstream closed while idle is dropped); TLS by the event loop, with the trust httpx would use;
+through the http:// proxy the environment names, as httpx would go (proxy_for: a CONNECT tunnel to
+an https upstream, the whole URL asked of the proxy for an http one).
 Each wait is bounded: connecting (`relay_connect_timeout_seconds`), a free connection, every
 write and every read (`relay_read_timeout_seconds`).
 
@@ -17,11 +19,13 @@ RelayRoute), which decodes the answer the guard reads."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import socket
 import ssl
 import urllib.parse
-from typing import Optional
+import urllib.request
+from typing import NamedTuple, Optional
 
 import httptools
 
@@ -38,6 +42,38 @@ class WireError(Exception):
         super().__init__(name)
         self.name = name
         self.timeout = timeout
+
+
+class Via(NamedTuple):
+    """The HTTP proxy the relay reaches its upstream through: where, its credentials' header
+    value (or None), and how it is shown (without them)."""
+    host: str
+    port: int
+    auth: Optional[bytes]
+    shown: str
+
+
+def proxy_for(base: str) -> Optional[Via]:
+    """The proxy the environment names for `base`, read as httpx reads it for the guard's other
+    requests (HTTPS_PROXY or HTTP_PROXY by the upstream's scheme, else ALL_PROXY, in either case;
+    NO_PROXY honoured); None: straight to it. An https upstream is reached through a CONNECT
+    tunnel, an http one by asking the proxy for the whole URL. ValueError for a proxy that is not
+    http:// (https:// and SOCKS proxies are not spoken here)."""
+    u = urllib.parse.urlsplit(base)
+    proxies = urllib.request.getproxies_environment()
+    url = proxies.get(u.scheme) or proxies.get("all")
+    if not url or urllib.request.proxy_bypass_environment(u.hostname or "", proxies):
+        return None
+    p = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+    shown = f"{p.scheme}://{p.hostname}" + (f":{p.port}" if p.port else "")
+    if p.scheme != "http" or not p.hostname:
+        raise ValueError(f"the proxy set for {u.scheme} ({shown}) is not an http:// proxy, the only kind the relay "
+                         "speaks: set HTTPS_PROXY to one, or NO_PROXY to the upstream's host")
+    auth = None
+    if p.username:
+        pair = f"{urllib.parse.unquote(p.username)}:{urllib.parse.unquote(p.password or '')}"
+        auth = b"Basic " + base64.b64encode(pair.encode("utf-8"))
+    return Via(p.hostname, p.port or 80, auth, shown)
 
 
 def trust() -> ssl.SSLContext:
@@ -238,11 +274,20 @@ class Wire:
     """The pool of connections to one upstream (`base`: http(s)://host[:port]) and the requests
     on them."""
 
-    def __init__(self, base: str, settings):
+    def __init__(self, base: str, settings, via: Optional[Via] = None):
         u = urllib.parse.urlsplit(base)
         self.hostname = u.hostname or ""
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.ssl = trust() if u.scheme == "https" else None
+        self.via = via
+        self.authority = u.netloc.rsplit("@", 1)[-1].encode("idna")
+        if u.port is None:
+            self.authority += b":%d" % self.port
+        # through a proxy: an http upstream's requests name the whole URL, and carry the proxy's credentials
+        self.origin = f"{u.scheme}://".encode() + u.netloc.rsplit("@", 1)[-1].encode("idna") \
+            if via is not None and self.ssl is None else b""
+        self.proxy_auth = b"Proxy-Authorization: " + via.auth + b"\r\n" \
+            if via is not None and via.auth and self.ssl is None else b""
         self.connect_timeout = settings.relay_connect_timeout_seconds
         self.read_timeout = settings.relay_read_timeout_seconds
         self.limit = max(1, settings.relay_max_connections)
@@ -260,8 +305,8 @@ class Wire:
         try:
             conn._begin(method == "HEAD")
             conn.idle = False
-            whole = await self._send(conn, method.encode("latin-1") + b" " + target + b" HTTP/1.1\r\n" + head
-                                     + b"\r\n", body, pieces, chunked)
+            whole = await self._send(conn, method.encode("latin-1") + b" " + self.origin + target + b" HTTP/1.1\r\n"
+                                     + head + self.proxy_auth + b"\r\n", body, pieces, chunked)
             while not conn.head:
                 if conn.error is not None or conn.lost:
                     raise WireError(conn.error or "RemoteProtocolError: the upstream closed the connection "
@@ -374,23 +419,51 @@ class Wire:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
+        via, tunnel = self.via, self.via is not None and self.ssl is not None
+        host, port = (via.host, via.port) if via is not None else (self.hostname, self.port)
+        use_ssl = self.ssl if via is None else None
         try:
             _t, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Conn(loop), self.hostname, self.port, ssl=self.ssl,
-                                       server_hostname=self.hostname if self.ssl is not None else None),
+                loop.create_connection(lambda: _Conn(loop), host, port, ssl=use_ssl,
+                                       server_hostname=self.hostname if use_ssl is not None else None),
                 self.connect_timeout)
+            sock = conn.transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                # a request's head and body leave at once (without it, Nagle's algorithm holds the
+                # body for the head's delayed acknowledgement: milliseconds on every turn)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tunnel:
+                await self._tunnel(conn)
+                conn.transport = await asyncio.wait_for(
+                    loop.start_tls(conn.transport, conn, self.ssl, server_hostname=self.hostname),
+                    self.connect_timeout)
         except asyncio.TimeoutError:
             raise WireError("ConnectTimeout", timeout=True) from None
         except ssl.SSLError as exc:
             raise WireError(type(exc).__name__) from None
         except OSError as exc:
             raise WireError(f"ConnectError: {exc.strerror or type(exc).__name__}") from None
-        sock = conn.transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            # a request's head and body leave at once (without it, Nagle's algorithm holds the
-            # body for the head's delayed acknowledgement: milliseconds on every turn)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
+
+    async def _tunnel(self, conn: _Conn) -> None:
+        """CONNECT through the proxy to the upstream; WireError when the proxy refuses."""
+        conn._begin(True)               # its answer has no body to read
+        conn.idle = False
+        auth = b"Proxy-Authorization: " + self.via.auth + b"\r\n" if self.via.auth else b""
+        conn.transport.write(b"CONNECT " + self.authority + b" HTTP/1.1\r\nHost: " + self.authority + b"\r\n"
+                             + auth + b"\r\n")
+        try:
+            while not conn.head:
+                if conn.error is not None or conn.lost:
+                    raise WireError("ProxyError: the proxy closed the connection")
+                await conn.more(self.connect_timeout)
+        except BaseException:
+            conn.close()
+            raise
+        if not 200 <= conn.status < 300:
+            conn.close()
+            raise WireError(f"ProxyError: the proxy answered {conn.status} to CONNECT")
+        conn.idle = True
 
     async def aclose(self) -> None:
         for conn in self.idle:
