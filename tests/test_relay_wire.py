@@ -344,13 +344,19 @@ def test_an_https_upstream_is_reached_through_a_connect_tunnel(tmp_path, monkeyp
         assert r.status == 200 and r.read().count(b"event: content_block_delta") == 50
         turns = [t for t in up.seen if t["path"] != "/healthz"]        # serve's own look when it starts aside
         assert len(turns) == 2 and len({t["peer"] for t in turns}) == 1      # both on one tunnel, kept alive
+        # a compaction: L1 (httpx) through the same proxy, its answer checked and relayed
+        asked = len(proxy.asked)
+        c.request("POST", "/v1/messages", body=json.dumps(REQUEST["body"]).encode(), headers=HEADERS)
+        r = c.getresponse()
+        assert r.status == 200 and b"OPS-4411" in r.read() and r.getheader("x-compaction-guard-level") == "1"
+        assert len(proxy.asked) > asked and set(proxy.asked) == {f"CONNECT localhost:{port} HTTP/1.1"}
     finally:
         srv.__exit__(None, None, None)
         up.__exit__(None, None, None)
         proxy.close()
 
 
-def test_no_proxy_sends_the_upstream_straight_and_a_socks_proxy_is_one_clear_line(tmp_path, monkeypatch):
+def test_no_proxy_sends_the_upstream_straight_and_a_socks_proxy_is_said_and_passed_by(tmp_path, monkeypatch, capfd):
     proxy = HttpProxy()
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
@@ -363,10 +369,17 @@ def test_no_proxy_sends_the_upstream_straight_and_a_socks_proxy_is_one_clear_lin
         srv.__exit__(None, None, None)
         up.close()
         proxy.close()
-    from compaction_guard.errors import GuardError
-    monkeypatch.setenv("ALL_PROXY", "socks5://user:pw@127.0.0.1:1080")
+    # a proxy of another kind (set for other programs): said once at start, the upstream reached directly
+    monkeypatch.setenv("ALL_PROXY", "socks5://user:s3cret-socks-pw@127.0.0.1:1080")
     monkeypatch.delenv("HTTP_PROXY")
     monkeypatch.delenv("NO_PROXY")
-    with pytest.raises(GuardError) as err:
-        Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), "http://127.0.0.1:9")).__enter__()
-    assert "not an http:// proxy" in str(err.value) and "pw" not in str(err.value)
+    capfd.readouterr()
+    up = Scripted(_answers)
+    srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"http://127.0.0.1:{up.port}")).__enter__()
+    try:
+        assert _ask(srv, "POST", "/v1/messages", b"9")[1] == b'{"got": 9}'
+    finally:
+        srv.__exit__(None, None, None)
+        up.close()
+    err = capfd.readouterr().err
+    assert "socks5://127.0.0.1:1080) is not an http:// proxy" in err and "s3cret" not in err, err

@@ -32,7 +32,6 @@ from typing import Optional
 import httpx
 
 from ..contract import of_request
-from ..errors import GuardError
 from ..redact import Redactor, safe_url
 from .answers import LateHeadersStream
 from .core import Reply, _cancel_task, brevity
@@ -79,7 +78,8 @@ class Relay:
         try:
             self.via = proxy_for(self.base)     # HTTPS_PROXY and the like, as httpx reads them
         except ValueError as exc:
-            raise GuardError(str(exc)) from None
+            self.via = None
+            self.log(str(exc))
         self.wire = Wire(self.base, settings, self.via)
         # a compaction's levels: httpx, which decodes the answer the guard reads; TCP_NODELAY: a
         # request's head and body leave at once
@@ -89,7 +89,8 @@ class Relay:
             timeout=httpx.Timeout(settings.relay_read_timeout_seconds, connect=settings.relay_connect_timeout_seconds),
             transport=httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=settings.relay_max_connections,
                                                                    max_keepalive_connections=keep),
-                                               socket_options=nodelay),
+                                               socket_options=nodelay,
+                                               proxy=self.via.url if self.via is not None else None),
             follow_redirects=False)
 
     def describe(self) -> str:

@@ -46,11 +46,13 @@ class WireError(Exception):
 
 class Via(NamedTuple):
     """The HTTP proxy the relay reaches its upstream through: where, its credentials' header
-    value (or None), and how it is shown (without them)."""
+    value (or None), how it is shown (without them), and its URL as set (with them: for httpx,
+    never shown)."""
     host: str
     port: int
     auth: Optional[bytes]
     shown: str
+    url: str
 
 
 def proxy_for(base: str) -> Optional[Via]:
@@ -58,7 +60,7 @@ def proxy_for(base: str) -> Optional[Via]:
     requests (HTTPS_PROXY or HTTP_PROXY by the upstream's scheme, else ALL_PROXY, in either case;
     NO_PROXY honoured); None: straight to it. An https upstream is reached through a CONNECT
     tunnel, an http one by asking the proxy for the whole URL. ValueError for a proxy that is not
-    http:// (https:// and SOCKS proxies are not spoken here)."""
+    http:// (https:// and SOCKS proxies are not spoken here), saying so without its credentials."""
     u = urllib.parse.urlsplit(base)
     proxies = urllib.request.getproxies_environment()
     url = proxies.get(u.scheme) or proxies.get("all")
@@ -68,12 +70,13 @@ def proxy_for(base: str) -> Optional[Via]:
     shown = f"{p.scheme}://{p.hostname}" + (f":{p.port}" if p.port else "")
     if p.scheme != "http" or not p.hostname:
         raise ValueError(f"the proxy set for {u.scheme} ({shown}) is not an http:// proxy, the only kind the relay "
-                         "speaks: set HTTPS_PROXY to one, or NO_PROXY to the upstream's host")
+                         "speaks: it goes to its upstream directly (set HTTPS_PROXY to an http:// proxy, or NO_PROXY "
+                         "to the upstream's host to say so)")
     auth = None
     if p.username:
         pair = f"{urllib.parse.unquote(p.username)}:{urllib.parse.unquote(p.password or '')}"
         auth = b"Basic " + base64.b64encode(pair.encode("utf-8"))
-    return Via(p.hostname, p.port or 80, auth, shown)
+    return Via(p.hostname, p.port or 80, auth, shown, p.geturl())
 
 
 def trust() -> ssl.SSLContext:
