@@ -21,16 +21,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import dataclasses
 import socket
 import ssl
 import urllib.parse
 import urllib.request
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import httptools
 
 _HIGH = 256 * 1024          # an answer's bytes waiting for the client before the upstream is paused
-_LOW = 64 * 1024            # ... and resumed
 _ONE_WRITE = 64 * 1024      # a body under this goes out in the same write as the head
 
 
@@ -44,15 +44,16 @@ class WireError(Exception):
         self.timeout = timeout
 
 
-class Via(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Via:
     """The HTTP proxy the relay reaches its upstream through: where, its credentials' header
-    value (or None), how it is shown (without them), and its URL as set (with them: for httpx,
-    never shown)."""
+    value (or None), how it is shown (without them), and its URL as set (with them: for httpx;
+    neither in the repr)."""
     host: str
     port: int
-    auth: Optional[bytes]
+    auth: Optional[bytes] = dataclasses.field(repr=False)
     shown: str
-    url: str
+    url: str = dataclasses.field(repr=False)
 
 
 def proxy_for(base: str) -> Optional[Via]:
