@@ -311,14 +311,16 @@ def test_a_429_with_retry_after_is_retried_and_a_400_is_not(home):
 def test_the_breaker_is_shared_across_requests_opens_and_recovers(home):
     """Three compactions in a row at L3 open the breaker for everyone: the next skips the
     upstream; after the cooldown one goes to the model again and closes it."""
-    settings = DEFAULT.with_overrides(llm_max_retries=0, breaker_cooldown_seconds=1.0)
+    # a cooldown long enough that a busy machine's pause between two requests (a worker process
+    # starting, CI's load) does not close the breaker before the 4th looks (1 s did once in CI)
+    settings = DEFAULT.with_overrides(llm_max_retries=0, breaker_cooldown_seconds=3.0)
     with FakeLLM([B("status", code=500)] * 6 + [ok()]) as fake, Running(home, upstream(fake), settings) as run:
         client = oai(run)
         levels = [client.chat.completions.with_raw_response.create(model="g", messages=MSGS)
                   .headers["x-compaction-guard-level"] for _ in range(4)]
         assert levels == ["3"] * 4 and len(fake.requests) == 6          # the 4th skipped the upstream
         assert state(home)["chain_history"][0]["breaker_open"] is True
-        time.sleep(1.2)
+        time.sleep(3.2)
         r = client.chat.completions.with_raw_response.create(model="g", messages=MSGS)
     assert r.headers["x-compaction-guard-level"] == "1" and len(fake.requests) == 7
     st = state(home)
