@@ -482,14 +482,11 @@ def _certificates(where: Path) -> tuple:
     return where / "ca.pem", where / "srv.pem", where / "srv.key"
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificates")
-@pytest.mark.parametrize("trusted", [True, False])
-def test_an_https_upstream_is_reached_with_the_trust_the_user_set(tmp_path, monkeypatch, trusted):
-    """Every real upstream is https: a turn crosses over TLS to an upstream whose certificate the
-    user's own CA signed (SSL_CERT_FILE, as behind a company's inspecting proxy), streamed and
-    whole; without that trust, one clear 502 and nothing of the key."""
+def tls_upstream(where: Path, monkeypatch, trusted: bool = True) -> tuple:
+    """(the Upstream above on TLS, started, with a certificate for localhost that a CA of the
+    test's own signed; its port), that CA trusted through SSL_CERT_FILE or not."""
     import ssl
-    ca, cert, key = _certificates(tmp_path)
+    ca, cert, key = _certificates(where)
     if trusted:
         monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     else:
@@ -500,7 +497,16 @@ def test_an_https_upstream_is_reached_with_the_trust_the_user_set(tmp_path, monk
     server = up.servers["main"]
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
     up.__enter__()
-    port = server.server_address[1]
+    return up, server.server_address[1]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test's certificates")
+@pytest.mark.parametrize("trusted", [True, False])
+def test_an_https_upstream_is_reached_with_the_trust_the_user_set(tmp_path, monkeypatch, trusted):
+    """Every real upstream is https: a turn crosses over TLS to an upstream whose certificate the
+    user's own CA signed (SSL_CERT_FILE, as behind a company's inspecting proxy), streamed and
+    whole; without that trust, one clear 502 and nothing of the key."""
+    up, port = tls_upstream(tmp_path, monkeypatch, trusted)
     layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
     srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"https://localhost:{port}")).__enter__()
     try:

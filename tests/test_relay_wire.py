@@ -23,14 +23,11 @@ from test_relay import HEADERS, KEY, QUICK, conn  # noqa: E402
 from test_serve import Running  # noqa: E402
 
 
-class Scripted:
-    """An upstream on a raw socket: each request read whole (Content-Length), then `answer(path,
-    body)` gives the bytes to write (a list: written with a pause between) and whether to close."""
+class Listening:
+    """A server on a raw socket of 127.0.0.1: each connection served by `_serve(socket, peer
+    port)` in a thread of its own, until close()."""
 
-    def __init__(self, answer):
-        self.answer = answer
-        self.seen = []
-        self.peers = []
+    def __init__(self):
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.3)
         self.port = self.listener.getsockname()[1]
@@ -44,6 +41,24 @@ class Scripted:
             except OSError:
                 continue
             threading.Thread(target=self._serve, args=(c, addr[1]), daemon=True).start()
+
+    def _serve(self, c, peer):
+        raise NotImplementedError
+
+    def close(self):
+        self.stop.set()
+        self.listener.close()
+
+
+class Scripted(Listening):
+    """An upstream on a raw socket: each request read whole (Content-Length), then `answer(path,
+    body)` gives the bytes to write (a list: written with a pause between) and whether to close."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.seen = []
+        self.peers = []
+        super().__init__()
 
     def _serve(self, c, peer):
         data = b""
@@ -74,10 +89,6 @@ class Scripted:
             return
         finally:
             c.close()
-
-    def close(self):
-        self.stop.set()
-        self.listener.close()
 
 
 def _answers(path, body):
@@ -196,7 +207,7 @@ def test_turns_beyond_the_connection_limit_wait_for_one_and_all_arrive(scripted)
     assert len(set(up.peers[-6:])) <= 2
 
 
-class HttpProxy:
+class HttpProxy(Listening):
     """A forwarding HTTP proxy on a raw socket, as companies run them: CONNECT opens a tunnel
     (then bytes both ways); any other request names the whole URL, which it forwards in origin
     form on a connection of its own. Each request line it was asked and each
@@ -204,19 +215,7 @@ class HttpProxy:
 
     def __init__(self, refuse=False):
         self.asked, self.auth, self.refuse = [], [], refuse
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.3)
-        self.port = self.listener.getsockname()[1]
-        self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.stop.is_set():
-            try:
-                c, _ = self.listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+        super().__init__()
 
     @staticmethod
     def _pipe(a, b):
@@ -235,7 +234,7 @@ class HttpProxy:
                 except OSError:
                     pass
 
-    def _serve(self, c):
+    def _serve(self, c, peer):
         data = b""
         while b"\r\n\r\n" not in data:
             got = c.recv(65536)
@@ -269,10 +268,6 @@ class HttpProxy:
             up.sendall(rest)
         threading.Thread(target=self._pipe, args=(up, c), daemon=True).start()
         self._pipe(c, up)
-
-    def close(self):
-        self.stop.set()
-        self.listener.close()
 
 
 def test_an_http_upstream_is_reached_through_the_proxy_the_environment_names(tmp_path, monkeypatch, capfd):
@@ -310,21 +305,12 @@ def test_an_https_upstream_is_reached_through_a_connect_tunnel(tmp_path, monkeyp
     """HTTPS_PROXY: a CONNECT tunnel to the upstream, TLS inside it to the upstream's own name
     (the user's CA), turns and a stream on it; a proxy that refuses the tunnel is one clear 502."""
     import json
-    import ssl
 
-    from test_relay import REQUEST, Upstream, _certificates
+    from test_relay import REQUEST, tls_upstream
     proxy = HttpProxy(refuse=refused)
-    ca, cert, key = _certificates(tmp_path)
-    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     monkeypatch.setenv("https_proxy", f"127.0.0.1:{proxy.port}")
     monkeypatch.setenv("NO_PROXY", "example.invalid")
-    up = Upstream()
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    server = up.servers["main"]
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    up.__enter__()
-    port = server.server_address[1]
+    up, port = tls_upstream(tmp_path, monkeypatch)
     layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
     srv = Running(layout, None, QUICK, relay_to=(agents.get("claude-code"), f"https://localhost:{port}")).__enter__()
     try:
