@@ -668,12 +668,14 @@ class _ScriptTable(dict):
         ch = chr(cp)
         code = " "
         if unicodedata.category(ch)[0] in "LM":
-            name = unicodedata.name(ch, "?").split()[0]
-            if any(k in name for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")):
-                name = "CJK"
-            code = self.codes.setdefault(name, chr(0x4E00 + len(self.codes)))
+            code = self._code(unicodedata.name(ch, "?").partition(" ")[0])
         self[cp] = code
         return code
+
+    def _code(self, first: str) -> str:
+        """The letter naming the script whose characters' names begin with `first`."""
+        name = "CJK" if any(k in first for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")) else first
+        return self.codes.setdefault(name, chr(0x4E00 + len(self.codes)))
 
     def _page(self, p: int) -> bytes:
         """The BMP page `p`'s 256 characters (U+pp00-U+ppFF) one byte each: 0 for a space, else 1 +
@@ -688,14 +690,7 @@ class _ScriptTable(dict):
                 first = name_of(ch, "?").partition(" ")[0]
                 byte = firsts.get(first)
                 if byte is None:
-                    name = first
-                    if "HIRAGANA" in name or "KATAKANA" in name or "CJK" in name or "IDEOGRAPH" in name \
-                            or "KANGXI" in name:
-                        name = "CJK"
-                    code = self.codes.get(name)
-                    if code is None:
-                        code = self.codes[name] = chr(0x4E00 + len(self.codes))
-                    byte = firsts[first] = min(255, ord(code) - 0x4E00 + 1)
+                    byte = firsts[first] = min(255, ord(self._code(first)) - 0x4E00 + 1)
                 out[lo] = byte
         table = self.pages[p] = bytes(out)
         if 255 in table:

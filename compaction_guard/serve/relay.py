@@ -63,10 +63,6 @@ class Relay:
         self.anchor = anchor(self.spec.marker)      # where the marker's rarest byte lies (holds())
         self.protocol = importlib.import_module(f"{__package__}.{self.spec.protocol}")
         self.base = base_url.rstrip("/")
-        import urllib.parse
-        self.host = urllib.parse.urlsplit(self.base).netloc.rsplit("@", 1)[-1].encode("idna")
-        # the upstream's own path before every request's (a gateway's /anthropic, say)
-        self.prefix = urllib.parse.urlsplit(self.base).path.encode("utf-8")
         self.proxy = proxy
         self.settings = settings
         self.token = token
@@ -120,7 +116,7 @@ class Relay:
             return await self._error(send, 400, "the guard relays requests for paths of its upstream only")
         query = scope.get("query_string") or b""
         url = self.base + target.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
-        target = self.prefix + target + (b"?" + query if query else b"")
+        target = target + (b"?" + query if query else b"")         # after the upstream's own path (wire.py)
         forward = [(k, v) for k, v in headers if k not in _HOP]
         sized = any(k == b"content-length" for k, _ in headers)
         body = _Body(self.settings, receive)
@@ -224,11 +220,11 @@ class Relay:
             return await self._unreached(send, exc)
         await self._relay_answer(method, url, resp, receive, send)
 
-    def _head(self, headers: list, framing: Optional[bytes]) -> bytes:
-        """The request's header lines: the upstream's Host, the client's own headers as they came
-        (uvicorn's parser let no line break into them), then the body's framing."""
-        lines = [b"Host: " + self.host]
-        lines += [k + b": " + v for k, v in headers]
+    @staticmethod
+    def _head(headers: list, framing: Optional[bytes]) -> bytes:
+        """The request's header lines after the upstream's Host (wire.py): the client's own
+        headers as they came (uvicorn's parser let no line break into them), then the body's framing."""
+        lines = [k + b": " + v for k, v in headers]
         if framing:
             lines.append(framing)
         lines.append(b"")

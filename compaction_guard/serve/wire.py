@@ -275,8 +275,8 @@ class Answer:
 
 
 class Wire:
-    """The pool of connections to one upstream (`base`: http(s)://host[:port]) and the requests
-    on them."""
+    """The pool of connections to one upstream (`base`: http(s)://host[:port][/path]) and the
+    requests on them: each one's target after the base's own path, with the base's Host."""
 
     def __init__(self, base: str, settings, via: Optional[Via] = None):
         u = urllib.parse.urlsplit(base)
@@ -284,14 +284,15 @@ class Wire:
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.ssl = trust() if u.scheme == "https" else None
         self.via = via
-        self.authority = u.netloc.rsplit("@", 1)[-1].encode("idna")
-        if u.port is None:
-            self.authority += b":%d" % self.port
-        # through a proxy: an http upstream's requests name the whole URL, and carry the proxy's credentials
-        self.origin = f"{u.scheme}://".encode() + u.netloc.rsplit("@", 1)[-1].encode("idna") \
-            if via is not None and self.ssl is None else b""
-        self.proxy_auth = b"Proxy-Authorization: " + via.auth + b"\r\n" \
-            if via is not None and via.auth and self.ssl is None else b""
+        host = u.netloc.rsplit("@", 1)[-1].encode("idna")       # as the base names it, without credentials
+        self.authority = host if u.port is not None else host + b":%d" % self.port
+        # every request's target begins with the base's own path (a gateway's /anthropic, say);
+        # through a proxy an http upstream's requests name the whole URL, and carry the proxy's credentials
+        self.before = (f"{u.scheme}://".encode() + host if via is not None and self.ssl is None else b"") \
+            + u.path.rstrip("/").encode("utf-8")
+        self.host_line = b"Host: " + host + b"\r\n"
+        if via is not None and via.auth and self.ssl is None:
+            self.host_line += b"Proxy-Authorization: " + via.auth + b"\r\n"
         self.connect_timeout = settings.relay_connect_timeout_seconds
         self.read_timeout = settings.relay_read_timeout_seconds
         self.limit = max(1, settings.relay_max_connections)
@@ -302,15 +303,16 @@ class Wire:
 
     async def request(self, method: str, target: bytes, head: bytes, body=b"", pieces=None,
                       chunked: bool = False) -> Answer:
-        """`method target` with the header lines `head` (each ending CRLF, framing included), then
+        """`method target` (its path and query) with the upstream's Host and the header lines
+        `head` (each ending CRLF, framing included), then
         `body`, or each piece `pieces` (async) yields (chunked: in chunks); the answer once its
         head has come. WireError (its `timeout` set for a timeout) when it cannot be."""
         conn = await self._take()
         try:
             conn._begin(method == "HEAD")
             conn.idle = False
-            whole = await self._send(conn, method.encode("latin-1") + b" " + self.origin + target + b" HTTP/1.1\r\n"
-                                     + head + self.proxy_auth + b"\r\n", body, pieces, chunked)
+            whole = await self._send(conn, method.encode("latin-1") + b" " + self.before + target + b" HTTP/1.1\r\n"
+                                     + self.host_line + head + b"\r\n", body, pieces, chunked)
             while not conn.head:
                 if conn.error is not None or conn.lost:
                     raise WireError(conn.error or "RemoteProtocolError: the upstream closed the connection "
