@@ -21,7 +21,7 @@ class Probe:
 
     @property
     def is_sqlite(self) -> bool:
-        from ..sqlite_ro import SQLITE_MAGIC
+        from .files import SQLITE_MAGIC      # (not sqlite_ro's: a text file needs no sqlite3)
         return self.head.startswith(SQLITE_MAGIC)
 
     def tables(self) -> dict:

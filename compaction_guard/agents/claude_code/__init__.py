@@ -19,8 +19,9 @@ class ClaudeCode(Agent):
         return store.discover(layout.projects)
 
     def sniff(self, probe, layout=None):
-        from . import store
-        if not probe.is_sqlite and store.looks_like_transcript(probe.head):
+        from .sniff import looks_like_transcript
+        if not probe.is_sqlite and looks_like_transcript(probe.head):
+            from . import store
             return store.TranscriptSource(probe.path)
         return None
 

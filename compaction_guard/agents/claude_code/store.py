@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
+from .sniff import looks_like_transcript  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "claude-code"
 
@@ -50,16 +51,6 @@ def transcript_files(projects: Path) -> list:
 def discover(projects: Path) -> tuple:
     """(sources, errors): every transcript under a Claude Code `projects` directory."""
     return [TranscriptSource(f) for f in transcript_files(projects)], []
-
-
-def looks_like_transcript(head: bytes) -> bool:
-    """Whether a file's first bytes are Claude Code's transcript lines: an entry type of its
-    own and a sessionId, read from the bytes (its first line may be longer than the head)."""
-    first = head.lstrip()[:1]
-    if first != b"{" or b'"sessionId":' not in head:
-        return False
-    return any(k in head for k in (b'"type":"queue-operation"', b'"parentUuid":', b'"type":"file-history-snapshot"',
-                                   b'"isSidechain":'))
 
 
 _HEAD_RE = re.compile(r"\AThis session is being continued from a previous conversation[^\n]*\n+")

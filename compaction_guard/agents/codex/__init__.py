@@ -19,8 +19,9 @@ class Codex(Agent):
         return store.discover(layout)
 
     def sniff(self, probe, layout=None):
-        from . import store
-        if not probe.is_sqlite and store.looks_like_rollout(probe.head):
+        from .sniff import looks_like_rollout
+        if not probe.is_sqlite and looks_like_rollout(probe.head):
+            from . import store
             return store.RolloutSource(probe.path)
         return None
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
+from .sniff import looks_like_rollout  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "codex"
 PREFIX = ("Another language model started to solve this problem and produced a summary of its thinking process. "
@@ -55,12 +56,6 @@ def rollout_files(layout) -> list:
 def discover(layout) -> tuple:
     """(sources, errors): every rollout under a Codex home."""
     return [RolloutSource(f) for f in rollout_files(layout)], []
-
-
-def looks_like_rollout(head: bytes) -> bool:
-    """Whether a file's first bytes are a Codex rollout: its first line a `session_meta`."""
-    first = head.lstrip()[:200]
-    return first.startswith(b"{") and b'"type":"session_meta"' in first.replace(b" ", b"")
 
 
 def summary_of(message) -> str:

@@ -19,8 +19,9 @@ class Gemini(Agent):
         return store.discover(layout)
 
     def sniff(self, probe, layout=None):
-        from . import store
-        if not probe.is_sqlite and store.looks_like_session(probe.head):
+        from .sniff import looks_like_session
+        if not probe.is_sqlite and looks_like_session(probe.head):
+            from . import store
             return store.SessionSource(probe.path)
         return None
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
+from .sniff import looks_like_session  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "gemini"
 ACK = "Got it. Thanks for the additional context!"
@@ -40,12 +41,6 @@ def session_files(layout) -> list:
 
 def discover(layout) -> tuple:
     return [SessionSource(f) for f in session_files(layout)], []
-
-
-def looks_like_session(head: bytes) -> bool:
-    """A Gemini CLI session file: its first line the metadata (`sessionId`, `projectHash`)."""
-    first = head.lstrip()[:600].replace(b" ", b"")
-    return first.startswith(b'{"sessionId":') and b'"projectHash":' in first
 
 
 def _parts_text(content) -> list:

@@ -24,6 +24,9 @@ class OpenClaw(Agent):
         return discover(layout)
 
     def sniff(self, probe, layout=None):
+        from .sniff import might_be
+        if not might_be(probe):
+            return None
         from .stores import sniff
         return sniff(probe, layout)
 

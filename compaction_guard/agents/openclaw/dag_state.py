@@ -15,6 +15,7 @@ from typing import Optional
 
 from ...errors import GuardError
 from ...records import SummaryRecord
+from .sniff import is_dag_state  # noqa: F401  (sniff.py)
 
 SOURCE = "memory-dag-compactor"
 _ENTRY_START_RE = re.compile(r"^(?:- |## |\d{4}-\d{2}-\d{2})")
@@ -34,10 +35,6 @@ def memory_entries(text: str) -> dict:
     if current is not None:
         entries.append("\n".join(current))
     return {f"e-{i:04d}": e for i, e in enumerate(entries)}
-
-
-def is_dag_state(data) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("dag_nodes"), list)
 
 
 def _ids(value) -> list:

@@ -10,6 +10,7 @@ from ...errors import GuardError
 from ...stores import ListSource, read_text, records_file
 from . import agent_db, dag_state, lcm, transcripts
 from .layout import Layout
+from .sniff import is_archive_name, is_dag_state, looks_like_session_jsonl
 
 
 def sniff(probe, layout: Optional[Layout] = None):
@@ -21,15 +22,15 @@ def sniff(probe, layout: Optional[Layout] = None):
         if "transcript_events" in cols:
             return agent_db.AgentDbSource(probe.path, probe.take_connection())
         return None
-    if transcripts.looks_like_session_jsonl(probe.head):
+    if looks_like_session_jsonl(probe.head):
         return transcripts.SessionFileSource(probe.path)
     name = probe.path.name
-    if name.endswith(".zst") or transcripts.is_archive_name(name):
+    if name.endswith(".zst") or is_archive_name(name):
         return transcripts.ArchiveFileSource(probe.path)
     if probe.path.suffix.lower() in (".yaml", ".yml", ".json"):
         text, note = probe.text()
         data = probe.data()
-        if dag_state.is_dag_state(data):
+        if is_dag_state(data):
             return _dag_source(probe.path, data, note, layout)
     return None
 

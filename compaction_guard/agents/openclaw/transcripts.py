@@ -26,6 +26,7 @@ from ...errors import GuardError
 from ...tokens import content_key
 from .entries import SessionReader
 from ...stores.source import Source
+from .sniff import is_archive_name, looks_like_session_jsonl  # noqa: F401  (sniff.py)
 
 JSONL_KIND = "openclaw-session"
 ARCHIVE_KIND = "openclaw-archive"
@@ -226,10 +227,6 @@ class ArchiveFileSource(Source):
         return lambda record: done
 
 
-def is_archive_name(name: str) -> bool:
-    return ".jsonl.deleted." in name or ".jsonl.reset." in name
-
-
 def session_files(sessions_dir: Path) -> list:
     """The live (legacy) transcripts of one agent's sessions directory."""
     try:
@@ -247,12 +244,3 @@ def archive_files(sessions_dir: Path, listed: Optional[set] = None) -> list:
                       and p.name not in listed)
     except OSError:
         return []
-
-
-def looks_like_session_jsonl(head: bytes) -> bool:
-    first = head.split(b"\n", 1)[0].strip()
-    try:
-        entry = json.loads(first)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(entry, dict) and entry.get("type") in ("session", "compaction", "message") and "id" in entry

@@ -29,8 +29,10 @@ class Opencode(Agent):
         return store.discover(layout)
 
     def sniff(self, probe, layout=None):
+        if not probe.is_sqlite:
+            return None
         from . import store
-        if probe.is_sqlite and store.looks_like(probe.tables()):
+        if store.looks_like(probe.tables()):
             return store.OpencodeDbSource(probe.path, probe.take_connection())
         return None
 
