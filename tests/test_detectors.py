@@ -1105,6 +1105,40 @@ def test_keyboard_mash_is_garbled_not_another_language():
                                      "ustalowana wspóelowa Sinacek to to ustalowana", input=ENGLISH * 20).failures
 
 
+def test_the_shipped_script_table_is_what_unicodedata_says_and_reads_as_computed_pages_do():
+    """data/scripts.bin (scripts/make_script_table.py) is read only under the Unicode version it was
+    made from; there it holds what the pages computed from unicodedata hold, and script mixing finds
+    the same with either."""
+    import unicodedata
+    from compaction_guard.detectors import garbled
+    assert garbled._read_script_table() is not None, (
+        f"data/scripts.bin was not made under Unicode {unicodedata.unidata_version}: run scripts/make_script_table.py")
+    assert garbled.SCRIPT_TABLE_PATH.read_bytes() == garbled.build_script_table()
+    shipped, computed = garbled._ScriptTable(), garbled._ScriptTable(shipped=False)
+    assert shipped.bmp is not None and computed.bmp is None
+    pages = [(shipped._page(p), computed._page(p)) for p in range(256)]
+    cps = (0x41, 0x416, 0x5D0, 0x627, 0x915, 0x3042, 0x4E2D, 0xAC00, 0x1F600, 0x20000, 0x2000)
+    letters = [(shipped[cp], computed[cp]) for cp in cps]
+    s_name, c_name = ({v: k for k, v in t.codes.items()} for t in (shipped, computed))
+    for p, (a, b) in enumerate(pages):
+        assert [a[i] and s_name[chr(0x4E00 + a[i] - 1)] for i in range(256)] == \
+               [b[i] and c_name[chr(0x4E00 + b[i] - 1)] for i in range(256)], hex(p)
+        assert (p in shipped.beyond, shipped.whole[p]) == (p in computed.beyond, computed.whole[p])
+    assert [s_name.get(a, " ") for a, _ in letters] == [c_name.get(b, " ") for _, b in letters]
+    # random letters across scripts, and text that only mixes them at names: the same verdicts
+    noise = "JЩңわまB嵩ثमご " * 20
+    prose = "The deploy of 支付服务 passed; Миграция done, then 決済 was tested again in staging. " * 4
+    for text in (noise, prose):
+        got = []
+        for table in (garbled._ScriptTable(), garbled._ScriptTable(shipped=False)):
+            orig, garbled._SCRIPTS = garbled._SCRIPTS, table
+            try:
+                got.append([(f.kind, f.reason) for f in garbled.script_mixing(text, DEFAULT)])
+            finally:
+                garbled._SCRIPTS = orig
+        assert got[0] == got[1] and bool(got[0]) == (text is noise), got
+
+
 # a long real history (the openclaw set's English histories, twice: about 7,900 tokens)
 def _long_history(lang="en", copies=2):
     rows = [json.loads(x) for x in open(Path(__file__).parent / "corpus" / "real" / "openclaw_histories.jsonl",

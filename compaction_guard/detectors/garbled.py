@@ -21,6 +21,7 @@ import bisect
 import math
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Optional
 
 from ..findings import Finding
@@ -645,15 +646,65 @@ def _special_tokens(text: str, input_text: Optional[str]) -> list:
 
 # --- random letters across scripts ------------------------------------------------
 
+def _script_name(first: str) -> str:
+    """The script a letter's name's first word names (Han, hiragana, katakana and their marks: CJK)."""
+    return "CJK" if any(k in first for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")) else first
+
+
+SCRIPT_TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "scripts.bin"
+_SCRIPT_TABLE_MAGIC = b"compaction-guard scripts 1"
+
+
+def build_script_table() -> bytes:
+    """data/scripts.bin's bytes (scripts/make_script_table.py): a line naming the format, one
+    naming the Unicode version, one with the scripts' names (code 1 is the first), then the BMP's
+    characters one byte each (0: not a letter or a mark), zlib-compressed."""
+    import unicodedata
+    import zlib
+    names, out = {}, bytearray(0x10000)
+    for cp in range(0x10000):
+        ch = chr(cp)
+        if unicodedata.category(ch)[0] in "LM":
+            name = _script_name(unicodedata.name(ch, "?").partition(" ")[0])
+            out[cp] = names.setdefault(name, len(names) + 1)
+    if len(names) > 254:
+        raise ValueError(f"{len(names)} scripts do not fit a byte each")
+    return b"\n".join((_SCRIPT_TABLE_MAGIC, unicodedata.unidata_version.encode(), ",".join(names).encode(),
+                       zlib.compress(bytes(out), 9)))
+
+
+def _read_script_table(path: Path = SCRIPT_TABLE_PATH):
+    """(bmp, names) from data/scripts.bin if it was made under this Python's Unicode version and
+    reads whole, else None (the pages are then computed from unicodedata as they are met)."""
+    import unicodedata
+    import zlib
+    try:
+        magic, version, names, packed = path.read_bytes().split(b"\n", 3)
+        if magic != _SCRIPT_TABLE_MAGIC or version.decode() != unicodedata.unidata_version:
+            return None
+        bmp = zlib.decompress(packed)
+    except (OSError, ValueError, zlib.error):
+        return None
+    return (bmp, names.decode().split(",")) if len(bmp) == 0x10000 else None
+
+
 class _ScriptTable(dict):
     """str.translate's table from a character to one letter naming its script (the first
     word of its Unicode name: LATIN, CYRILLIC, ARABIC, ...; Han, hiragana, katakana and their
     marks are one, as Japanese writes them together); anything not a letter or a mark is a
     space. Filled as characters are met: translate runs in C for every one seen before."""
 
-    def __init__(self):
+    def __init__(self, shipped: bool = True):
         super().__init__()
         self.codes = {}
+        # the BMP's 65,536 characters coded as _page codes them, read from data/scripts.bin when
+        # it was made under this Python's Unicode version (else None: pages computed as met)
+        self.bmp = None
+        read = _read_script_table() if shipped else None
+        if read is not None:
+            self.bmp, names = read
+            for name in names:          # code 1 + i is the i-th name's
+                self.codes[name] = chr(0x4E00 + len(self.codes))
         self.pages = {}     # page (a code point's high byte, in the BMP) -> its 256 characters' codes (_page)
         # a page whose 256 characters share one code: 1, and that code (read off the page alone)
         self.whole = bytearray(256)
@@ -664,6 +715,10 @@ class _ScriptTable(dict):
         self.firsts = {}    # the first word of a character's name -> its code's byte (_page)
 
     def __missing__(self, cp):
+        if cp < 0x10000 and self.bmp is not None:
+            b = self.bmp[cp]
+            code = self[cp] = chr(0x4E00 + b - 1) if b else " "
+            return code
         import unicodedata
         ch = chr(cp)
         code = " "
@@ -674,25 +729,27 @@ class _ScriptTable(dict):
 
     def _code(self, first: str) -> str:
         """The letter naming the script whose characters' names begin with `first`."""
-        name = "CJK" if any(k in first for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")) else first
-        return self.codes.setdefault(name, chr(0x4E00 + len(self.codes)))
+        return self.codes.setdefault(_script_name(first), chr(0x4E00 + len(self.codes)))
 
     def _page(self, p: int) -> bytes:
         """The BMP page `p`'s 256 characters (U+pp00-U+ppFF) one byte each: 0 for a space, else 1 +
         the number of its script's code; the same classification as __missing__ (whose table is
         left as it is), each name's first word coded once (`firsts`)."""
-        import unicodedata
-        name_of, firsts = unicodedata.name, self.firsts
-        chars = [chr(p << 8 | lo) for lo in range(256)]
-        out = bytearray(256)
-        for lo, ch, cat in zip(range(256), chars, map(unicodedata.category, chars)):
-            if cat[0] in "LM":
-                first = name_of(ch, "?").partition(" ")[0]
-                byte = firsts.get(first)
-                if byte is None:
-                    byte = firsts[first] = min(255, ord(self._code(first)) - 0x4E00 + 1)
-                out[lo] = byte
-        table = self.pages[p] = bytes(out)
+        if self.bmp is not None:
+            table = self.pages[p] = self.bmp[p << 8:(p + 1) << 8]
+        else:
+            import unicodedata
+            name_of, firsts = unicodedata.name, self.firsts
+            chars = [chr(p << 8 | lo) for lo in range(256)]
+            out = bytearray(256)
+            for lo, ch, cat in zip(range(256), chars, map(unicodedata.category, chars)):
+                if cat[0] in "LM":
+                    first = name_of(ch, "?").partition(" ")[0]
+                    byte = firsts.get(first)
+                    if byte is None:
+                        byte = firsts[first] = min(255, ord(self._code(first)) - 0x4E00 + 1)
+                    out[lo] = byte
+            table = self.pages[p] = bytes(out)
         if 255 in table:
             self.beyond.add(p)
         elif table.count(table[0]) == 256:
