@@ -1105,15 +1105,21 @@ def test_keyboard_mash_is_garbled_not_another_language():
                                      "ustalowana wspóelowa Sinacek to to ustalowana", input=ENGLISH * 20).failures
 
 
-def test_the_shipped_script_table_is_what_unicodedata_says_and_reads_as_computed_pages_do():
-    """data/scripts.bin (scripts/make_script_table.py) is read only under the Unicode version it was
-    made from; there it holds what the pages computed from unicodedata hold, and script mixing finds
-    the same with either."""
+def test_the_shipped_unicode_table_is_what_unicodedata_says_and_reads_as_computed_pages_do():
+    """data/unicode.bin (scripts/make_unicode_table.py) is read only under the Unicode version it was
+    made from; there it holds what unicodedata says (the pages' scripts, the marks), and script mixing
+    finds the same with the shipped pages as with pages computed from unicodedata."""
     import unicodedata
-    from compaction_guard.detectors import garbled
-    assert garbled._read_script_table() is not None, (
-        f"data/scripts.bin was not made under Unicode {unicodedata.unidata_version}: run scripts/make_script_table.py")
-    assert garbled.SCRIPT_TABLE_PATH.read_bytes() == garbled.build_script_table()
+    from compaction_guard.detectors import garbled, lexicon, unicode_data
+    assert unicode_data._table() is not None, (
+        f"data/unicode.bin was not made under Unicode {unicodedata.unidata_version}: run scripts/make_unicode_table.py")
+    assert unicode_data.TABLE_PATH.read_bytes() == unicode_data.build()
+    assert unicode_data.marks() == unicode_data._marks_computed()
+    mn = set(unicode_data._marks_computed()[0])
+    for c in (0x301, 0x903, 0x93F, 0x64B, 0x5B4, 0x3099, 0xFE20, 0x41, 0x627, 0x2000):
+        ch = chr(c)
+        assert bool(lexicon.WORD_RE.fullmatch(ch)) == (ch.isalpha() or unicodedata.category(ch) in ("Mn", "Mc")), hex(c)
+        assert bool(lexicon._MARK_RE.fullmatch(ch)) == (ch in mn), hex(c)
     shipped, computed = garbled._ScriptTable(), garbled._ScriptTable(shipped=False)
     assert shipped.bmp is not None and computed.bmp is None
     pages = [(shipped._page(p), computed._page(p)) for p in range(256)]

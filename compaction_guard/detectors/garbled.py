@@ -21,11 +21,11 @@ import bisect
 import math
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Optional
 
 from ..findings import Finding
 from ..tokens import OTHER_DIGIT_LEADS, pieces, seed_entropy, shannon_entropy
+from .unicode_data import script_name as _script_name, scripts as _read_script_table
 
 # --- named junk patterns ----------------------------------------------------------
 
@@ -646,48 +646,6 @@ def _special_tokens(text: str, input_text: Optional[str]) -> list:
 
 # --- random letters across scripts ------------------------------------------------
 
-def _script_name(first: str) -> str:
-    """The script a letter's name's first word names (Han, hiragana, katakana and their marks: CJK)."""
-    return "CJK" if any(k in first for k in ("HIRAGANA", "KATAKANA", "CJK", "IDEOGRAPH", "KANGXI")) else first
-
-
-SCRIPT_TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "scripts.bin"
-_SCRIPT_TABLE_MAGIC = b"compaction-guard scripts 1"
-
-
-def build_script_table() -> bytes:
-    """data/scripts.bin's bytes (scripts/make_script_table.py): a line naming the format, one
-    naming the Unicode version, one with the scripts' names (code 1 is the first), then the BMP's
-    characters one byte each (0: not a letter or a mark), zlib-compressed."""
-    import unicodedata
-    import zlib
-    names, out = {}, bytearray(0x10000)
-    for cp in range(0x10000):
-        ch = chr(cp)
-        if unicodedata.category(ch)[0] in "LM":
-            name = _script_name(unicodedata.name(ch, "?").partition(" ")[0])
-            out[cp] = names.setdefault(name, len(names) + 1)
-    if len(names) > 254:
-        raise ValueError(f"{len(names)} scripts do not fit a byte each")
-    return b"\n".join((_SCRIPT_TABLE_MAGIC, unicodedata.unidata_version.encode(), ",".join(names).encode(),
-                       zlib.compress(bytes(out), 9)))
-
-
-def _read_script_table(path: Path = SCRIPT_TABLE_PATH):
-    """(bmp, names) from data/scripts.bin if it was made under this Python's Unicode version and
-    reads whole, else None (the pages are then computed from unicodedata as they are met)."""
-    import unicodedata
-    import zlib
-    try:
-        magic, version, names, packed = path.read_bytes().split(b"\n", 3)
-        if magic != _SCRIPT_TABLE_MAGIC or version.decode() != unicodedata.unidata_version:
-            return None
-        bmp = zlib.decompress(packed)
-    except (OSError, ValueError, zlib.error):
-        return None
-    return (bmp, names.decode().split(",")) if len(bmp) == 0x10000 else None
-
-
 class _ScriptTable(dict):
     """str.translate's table from a character to one letter naming its script (the first
     word of its Unicode name: LATIN, CYRILLIC, ARABIC, ...; Han, hiragana, katakana and their
@@ -697,7 +655,7 @@ class _ScriptTable(dict):
     def __init__(self, shipped: bool = True):
         super().__init__()
         self.codes = {}
-        # the BMP's 65,536 characters coded as _page codes them, read from data/scripts.bin when
+        # the BMP's 65,536 characters coded as _page codes them, read from data/unicode.bin when
         # it was made under this Python's Unicode version (else None: pages computed as met)
         self.bmp = None
         read = _read_script_table() if shipped else None
