@@ -39,6 +39,7 @@ import re
 from functools import lru_cache
 from typing import Optional
 
+from .. import data_files
 from ..findings import Finding
 from .coverage import atoms, flat, kept
 from .overlap import units
@@ -46,8 +47,7 @@ from .overlap import units
 
 @lru_cache(maxsize=1)
 def _prompt_shingles() -> frozenset:
-    from importlib.resources import files
-    text = files("compaction_guard").joinpath("data/compaction_prompts.txt").read_text(encoding="utf-8")
+    text = data_files.read_text("compaction_prompts.txt")
     out = set()
     for block in text.split("\n#@\n"):
         body = "\n".join(ln for ln in block.splitlines() if not ln.startswith("# "))
@@ -90,9 +90,8 @@ def echoed_prompt(text: str, settings) -> Optional[float]:
 @lru_cache(maxsize=1)
 def _refusal_words() -> tuple:
     """(refusal words, task words, announcing words, removal words), lowercased: data/answer_words.txt."""
-    from importlib.resources import files
     classes = {"refuse": [], "task": [], "intent": [], "note": []}
-    for line in files("compaction_guard").joinpath("data/answer_words.txt").read_text(encoding="utf-8").splitlines():
+    for line in data_files.read_text("answer_words.txt").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("\t")
@@ -258,8 +257,7 @@ def echo(text: str, settings) -> list:
 @lru_cache(maxsize=1)
 def _prompt_phrases() -> frozenset:
     """The word-unit 3-grams (overlap.units) of the known compaction prompts (data/compaction_prompts.txt)."""
-    from importlib.resources import files
-    text = files("compaction_guard").joinpath("data/compaction_prompts.txt").read_text(encoding="utf-8")
+    text = data_files.read_text("compaction_prompts.txt")
     out = set()
     for block in text.split("\n#@\n"):
         u = units("\n".join(ln for ln in block.splitlines() if not ln.startswith("# ")))

@@ -22,6 +22,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Optional
 
+from .. import data_files
 from .unicode_data import marks
 
 MAGIC = b"CRG-LEXICON-1\n"
@@ -130,13 +131,11 @@ def _index(name: str = "lexicon.bin") -> tuple:
     not read: a lookup touches a few of its pages, and the pages are the operating system's to
     share between the workers of a check (3.6 MB read by each would be 3.6 MB more each)."""
     import mmap
-    from importlib.resources import as_file, files
-    source = files("compaction_guard").joinpath("data/" + name)
-    try:
-        with as_file(source) as path, open(path, "rb") as f:
+    with open(data_files.path(name), "rb") as f:
+        try:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):     # not a plain file (a zip import): read it
-        data = source.read_bytes()
+        except (OSError, ValueError):     # not mappable (empty, or a file system without mmap): read it
+            data = f.read()
     if data[:len(MAGIC)] != MAGIC:
         raise ValueError(f"compaction_guard/data/{name} is not a lexicon file; reinstall the package")
     end = data.find(b"\n", len(MAGIC))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import data_files
 from ..tokens import CJK_RE
 from .overlap import units
 
@@ -15,9 +16,8 @@ from .overlap import units
 def common_units() -> frozenset:
     """The units of data/common_words.txt (bytes for words, str for CJK bigrams, as overlap.units cuts),
     read once per process."""
-    from importlib.resources import files
     out = set()
-    text = files("compaction_guard").joinpath("data/common_words.txt").read_text(encoding="utf-8")
+    text = data_files.read_text("common_words.txt")
     for line in text.splitlines():
         if line and not line.startswith("#"):
             out.add(line if len(line) == 2 and CJK_RE.search(line) else line.encode("utf-8"))
@@ -29,10 +29,9 @@ def _vocabulary() -> tuple:
     """(the units that carry nothing, with their inflections; the units both the template and
     work text use: the vocabulary's `~` lines, which weigh nothing either way; the units that
     carry nothing as the files list them)."""
-    from importlib.resources import files
     out, shared, raw = set(), set(), set()
     for name in ("compaction_vocabulary.txt", "nothing_words.txt"):
-        text = files("compaction_guard").joinpath(f"data/{name}").read_text(encoding="utf-8")
+        text = data_files.read_text(name)
         for line in text.splitlines():
             if not line or line.startswith("#"):
                 continue
