@@ -200,7 +200,9 @@ def speed_section(sp: Optional[dict]) -> list:
     for m in mixes:
         if m.get("by_content"):
             out += ["", f"Where the cost depends on the content: {m['label']}, each kind alone "
-                    f"({next(iter(m['by_content'].values())).get('summaries', m['summaries'] // 4):,} records, one run each, one core):",
+                    f"({next(iter(m['by_content'].values())).get('summaries', m['summaries'] // 4):,} records, one core, "
+                    + ("the median of three interleaved runs each):" if "guard_runs" in next(iter(m["by_content"].values()))
+                       else "one run each):"),
                     "", "| kind | MB | guard | original rules | guard / rules |", "|---|---|---|---|---|"]
             for kind, r in m["by_content"].items():
                 out.append(f"| {kind} | {r['megabytes']} | {r['guard_seconds']:.2f} s | {r['seed_seconds']:.2f} s | "
