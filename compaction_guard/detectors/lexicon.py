@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Optional
 
 from .. import data_files
-from .unicode_data import marks
+from .unicode_data import marks, runs
 
 MAGIC = b"CRG-LEXICON-1\n"
 # fastText's codes (detectors/language.py) where wordfreq names the language otherwise
@@ -36,14 +36,7 @@ _ABJAD = {"ar", "fa", "he", "ur"}       # wordfreq drops their vowel marks
 def _char_class(chars: str) -> str:
     """A regex character class's body for `chars` (in code point order), as ranges: ~200 of them
     compile in a millisecond where 1,300 characters one by one take a few."""
-    out, i = [], 0
-    while i < len(chars):
-        j = i
-        while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1:
-            j += 1
-        out.append(re.escape(chars[i]) if i == j else f"{re.escape(chars[i])}-{re.escape(chars[j])}")
-        i = j + 1
-    return "".join(out)
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs(chars))
 
 
 # combining marks of U+0300-U+FFFF (unicode_data: shipped, or read off unicodedata)

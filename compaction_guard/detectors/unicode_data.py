@@ -6,10 +6,11 @@ same answers, ~15 ms more per process)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Optional
 
-TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "unicode.bin"
+from .. import data_files
+
+TABLE_PATH = data_files.path("unicode.bin")
 _MAGIC = b"compaction-guard unicode 1"
 
 
@@ -33,16 +34,19 @@ def _marks_computed() -> tuple:
     return "".join(mn), "".join(mc)
 
 
+def runs(chars: str) -> list:
+    """(first, last) of each run of consecutive code points in `chars` (in code point order)."""
+    out = []
+    for c in map(ord, chars):
+        if out and c == out[-1][1] + 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return [tuple(r) for r in out]
+
+
 def _ranges(chars: str) -> str:
-    out, cps = [], [ord(c) for c in chars]
-    i = 0
-    while i < len(cps):
-        j = i
-        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
-            j += 1
-        out.append(f"{cps[i]:04X}" if i == j else f"{cps[i]:04X}-{cps[j]:04X}")
-        i = j + 1
-    return " ".join(out)
+    return " ".join(f"{a:04X}" if a == b else f"{a:04X}-{b:04X}" for a, b in runs(chars))
 
 
 def _chars(ranges: str) -> str:

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
-from .sniff import looks_like_transcript  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "claude-code"
 

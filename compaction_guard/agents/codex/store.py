@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
-from .sniff import looks_like_rollout  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "codex"
 PREFIX = ("Another language model started to solve this problem and produced a summary of its thinking process. "

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ...stores.source import SessionFileSource, json_lines, keep_tail, open_store
-from .sniff import looks_like_session  # noqa: F401  (the shape its files have: sniff.py)
 
 KIND = "gemini"
 ACK = "Got it. Thanks for the additional context!"

@@ -15,7 +15,6 @@ from typing import Optional
 
 from ...errors import GuardError
 from ...records import SummaryRecord
-from .sniff import is_dag_state  # noqa: F401  (sniff.py)
 
 SOURCE = "memory-dag-compactor"
 _ENTRY_START_RE = re.compile(r"^(?:- |## |\d{4}-\d{2}-\d{2})")

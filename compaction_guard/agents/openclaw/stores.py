@@ -79,7 +79,7 @@ def discover(layout: Layout) -> tuple:
         def dag():
             text, note = read_text(state, "state file")
             data = records_file.load_data(state, text)
-            if not dag_state.is_dag_state(data):
+            if not is_dag_state(data):
                 raise GuardError(f"{state}: not a memory-dag-compactor state (no dag_nodes list); check the file")
             return _dag_source(state, data, note, layout)
         attempt(dag)

@@ -26,7 +26,7 @@ from ...errors import GuardError
 from ...tokens import content_key
 from .entries import SessionReader
 from ...stores.source import Source
-from .sniff import is_archive_name, looks_like_session_jsonl  # noqa: F401  (sniff.py)
+from .sniff import is_archive_name
 
 JSONL_KIND = "openclaw-session"
 ARCHIVE_KIND = "openclaw-archive"
