@@ -340,6 +340,34 @@ def test_a_compaction_the_upstream_hangs_on_is_answered_at_l3_in_time(relay):
     assert text.startswith("<summary>") and "1. Primary Request and Intent:" in text and "OPS-4411" in text
 
 
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_compaction_in_pieces_the_upstream_hangs_on_is_answered_at_l3_in_time(relay, declared):
+    """A compaction body that arrives in pieces goes upstream as it comes; that the upstream then
+    never answers is the compaction deadline's to end (L3), not the relay's read timeout."""
+    up, srv = relay(dataclasses.replace(QUICK, relay_compaction_deadline_seconds=2.0,
+                                        relay_read_timeout_seconds=120.0))
+    body = json.dumps(dict(REQUEST["body"], stream=False)).encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    framing = f"Content-Length: {len(body)}" if declared else "Transfer-Encoding: chunked"
+    s.sendall(b"POST /hang/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"x-api-key: {KEY}\r\n{framing}\r\nConnection: close\r\n\r\n".encode())
+    t0 = time.monotonic()
+    for piece in (body[:len(body) // 2], body[len(body) // 2:]):
+        s.sendall(piece if declared else b"%x\r\n" % len(piece) + piece + b"\r\n")
+        time.sleep(0.3)
+    if not declared:
+        s.sendall(b"0\r\n\r\n")
+    answer = b""
+    while chunk := s.recv(65536):
+        answer += chunk
+    s.close()
+    head, data = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200") and b"x-compaction-guard-level: 3" in head.lower(), head
+    assert time.monotonic() - t0 < 15
+    assert b"OPS-4411" in data and b"Primary Request and Intent" in data
+    assert any(x["path"].startswith("/hang/v1/messages") for x in up.seen)     # L1 went as it came
+
+
 def test_a_body_that_never_finishes_is_a_timeout_and_no_whole_request_goes_upstream(relay):
     up, srv = relay(dataclasses.replace(QUICK, serve_body_timeout_seconds=1.0))
     seen = len(up.seen)

@@ -174,6 +174,7 @@ class Relay:
         found = [generation and not encoding and holds(first, marker, self.anchor)]
 
         edge = len(marker) - 1             # a marker across two pieces has at most this much in each
+        fed = asyncio.Event()               # the whole body has gone to the wire
 
         async def feed():
             yield first
@@ -187,27 +188,52 @@ class Relay:
                     found[0] = holds(piece, marker, self.anchor) or marker in tail + piece[:edge]
                     tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
                 yield piece
+            fed.set()
         # its length as the client declared it; a chunked body goes on chunked (without either
         # header, h11 would take it for an empty body and refuse the first piece)
         head = self._head(headers, b"Content-Length: " + declared if declared else b"Transfer-Encoding: chunked")
+        sending = asyncio.ensure_future(
+            self.wire.request(scope["method"], target, head, pieces=feed(), chunked=not declared))
+
+        async def answered():
+            """The upstream's answer, or None once the client has the error that stands for it."""
+            try:
+                return await sending
+            except (WireError, _BodyBroke) as exc:      # the body broke off, or the upstream could not be reached
+                if body.failed is not None or isinstance(exc, _BodyBroke):
+                    await self._refused(send, body)
+                else:
+                    await self._unreached(send, exc)
+                return None
+        # the body whole, or the answer first (an upstream that answers before the body's end, or
+        # an error): whether it is a compaction is known from the body, so a compaction is handed
+        # to the core before its answer's head comes, and its deadline holds from there
+        # (relay_compaction_deadline_seconds, not relay_read_timeout_seconds)
+        waiter = asyncio.ensure_future(fed.wait())
         try:
-            resp = await self.wire.request(scope["method"], target, head, pieces=feed(), chunked=not declared)
-        except (WireError, _BodyBroke) as exc:      # the body broke off, or the upstream could not be reached
-            if body.failed is not None or isinstance(exc, _BodyBroke):
-                return await self._refused(send, body)
-            return await self._unreached(send, exc)
+            await asyncio.wait({sending, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            sending.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if not fed.is_set():
+            resp = await answered()
+            return None if resp is None else await self._relay_answer(scope["method"], url, resp, receive, send)
         if generation and encoding:         # compressed: searched as the upstream reads it
             plain = await self.proxy.cpu(_decoded, body.whole(), encoding, self.settings.relay_max_body_bytes)
             self._unread(plain, encoding)
             found[0] = plain is not None and marker in plain
-        if not found[0]:                    # an ordinary turn: its body is never joined
-            return await self._relay_answer(scope["method"], url, resp, receive, send)
-        raw = body.whole()
-        plain = raw if not encoding else plain
-        parsed = await self._compaction_body(plain)
+        parsed = None
+        if found[0]:                        # joined only here: an ordinary turn's body never is
+            raw = body.whole()
+            plain = raw if not encoding else plain
+            parsed = await self._compaction_body(plain)
         if parsed is None:
-            return await self._relay_answer(scope["method"], url, resp, receive, send)
-        return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=resp, plain=plain)
+            resp = await answered()
+            return None if resp is None else await self._relay_answer(scope["method"], url, resp, receive, send)
+        return await self._compaction(scope, receive, send, url, headers, raw, parsed, asked=_Asked(sending),
+                                      plain=plain)
 
     async def _pass(self, method: str, url: str, target: bytes, headers: list, raw: bytes, sized: bool, receive,
                     send) -> None:
@@ -290,7 +316,11 @@ class Relay:
             if asked is not None:           # already sent: its answer goes back unchecked, not refused
                 proxy.log("a compaction over the limits of serve_max_concurrent and serve_max_queued: relayed "
                           "unchecked")
-                return await self._relay_answer(scope["method"], url, asked, receive, send)
+                try:
+                    resp = await asked.answer()
+                except WireError as exc:
+                    return await self._unreached(send, exc)
+                return await self._relay_answer(scope["method"], url, resp, receive, send)
             return await self._error(send, 429, f"{proxy.in_flight} compactions in progress or waiting (settings "
                                      "serve_max_concurrent, serve_max_queued); retry shortly")
         try:
@@ -360,7 +390,7 @@ class RelayRoute:
 
     def __init__(self, relay: Relay, url: str, headers: list, raw: bytes, body: dict, asked=None):
         self.relay = relay
-        self.asked = asked          # L1's answer already under way (wire.Answer), taken by the first call
+        self.asked = asked          # L1 already under way (_Asked), taken by the first call
         self.url = url
         self.headers = headers
         # L2's body is written anew, as plain JSON: without the encoding the client's body had
@@ -398,7 +428,8 @@ class RelayRoute:
         asked, self.asked = (self.asked, None) if body is self.body else (None, self.asked)
         try:
             if asked is not None:       # L1, sent as the body came: its answer, decoded as httpx does
-                resp = httpx.Response(asked.status, headers=asked.headers, stream=_Stream(asked))
+                answer = await asked.answer()
+                resp = httpx.Response(answer.status, headers=answer.headers, stream=_Stream(answer))
                 opened = _Opened(resp)
             else:
                 opened = client.stream("POST", self.url, content=data,
@@ -580,6 +611,24 @@ class _Body:
 
     def whole(self) -> bytes:
         return self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+
+
+class _Asked:
+    """A compaction already on its way upstream (its body sent as it came, whole): its answer
+    (wire.Answer) once its head comes, awaited within the compaction's deadline."""
+
+    def __init__(self, sending: "asyncio.Future"):
+        self.sending = sending
+
+    async def answer(self):
+        return await self.sending
+
+    async def aclose(self) -> None:
+        """The request cancelled when no head came yet, its answer closed when one did."""
+        if not self.sending.done():
+            await _cancel_task(self.sending)
+        elif not self.sending.cancelled() and self.sending.exception() is None:
+            await self.sending.result().aclose()
 
 
 class _Stream(httpx.AsyncByteStream):
