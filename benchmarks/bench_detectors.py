@@ -11,7 +11,8 @@ outputs, plus the hand-written corpus's summaries for the mixed file.
 A third file holds text the project has never used, from the machine itself (its programs' message
 catalogues in ~100 languages and ~30 scripts, Debian changelogs, the Python library's docstrings, the
 packages' descriptions: unseen_texts), without histories; and each kind of it alone, where the cost
-depends on the content (non-Latin scripts cost the guard more per character than the literal rules).
+depends on the content (non-Latin scripts cost the guard more per character than the literal rules),
+and by length: the literal rules' cost grows with a summary's length, the guard's has a floor.
 
 One summary of each shape: good summaries concatenated (their digits varied, so it
 does not repeat itself), Chinese and Japanese text, random printable characters, a
@@ -269,6 +270,40 @@ def by_content(tmp: Path, n: int, rng: random.Random, texts: list, record: Optio
         record[-1]["by_content"] = rows
 
 
+# summary lengths, in characters: the literal rules' cost grows with the length (a window per
+# character), the guard's has a floor (a dozen detectors each look at every summary)
+LENGTHS = ((0, 100), (100, 250), (250, 500), (500, 1000), (1000, 4000), (4000, None))
+
+
+def by_length(tmp: Path, n: int, rng: random.Random, texts: list, record: Optional[list] = None) -> None:
+    """The guard's time against the literal rules' on that text by its length alone (every kind
+    mixed, up to `n` records a length, about 4 MB at most: one core, the median of three
+    interleaved runs each)."""
+    print(f"\nthe same text by length (every kind, up to {n} records each, no histories), one core, "
+          "median of three interleaved runs:")
+    rows = {}
+    for lo, hi in LENGTHS:
+        pool = [t for t in texts if len(t[1]) >= lo and (hi is None or len(t[1]) < hi)]
+        if not pool:
+            continue
+        mean = sum(len(t[1]) for t in pool) / len(pool)
+        k = max(100, min(n, int(4e6 / mean)))
+        path = tmp / "unseen-length.json"
+        recs = [{"id": f"{src}#{i}", "content": text} for i, (src, text) in enumerate(rng.choice(pool) for _ in range(k))]
+        path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
+        runs = [(run(MANY, "guard-text-only", path)[0], run(MANY, "seed", path)[0]) for _ in range(3)]
+        g, s = sorted(r[0] for r in runs)[1], sorted(r[1] for r in runs)[1]
+        name = f"{lo:,}-{hi - 1:,}" if hi is not None else f"{lo:,} or more"
+        rows[name] = {"summaries": k, "guard_seconds": round(g, 2), "seed_seconds": round(s, 2), "ratio": round(g / s, 2),
+                      "guard_us_per_summary": round(g / k * 1e6), "seed_us_per_summary": round(s / k * 1e6),
+                      "megabytes": round(path.stat().st_size / 1e6, 1), "guard_runs": [round(r[0], 2) for r in runs],
+                      "seed_runs": [round(r[1], 2) for r in runs]}
+        print(f"  {name:>16} chars  {k:5} records  guard {g / k * 1e6:7.1f} us  seed {s / k * 1e6:7.1f} us a summary  "
+              f"x{g / s:.2f}   (guard {', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})")
+    if record is not None and record:
+        record[-1]["by_length"] = rows
+
+
 def mixed(path: Path, n: int, label: str, record: Optional[list] = None,
           what: str = "real model outputs, human text, hand-written corpus") -> None:
     """The mixed file's figures: the guard on one core and as it runs, and against the seed's rules."""
@@ -337,6 +372,7 @@ def main() -> int:
             mixed(path, n, "text the project has not seen", record,
                   "message catalogues of ~100 languages, changelogs, docstrings, package descriptions, no histories")
             by_content(tmp, n // 4, rng, texts, record)
+            by_length(tmp, n // 4, rng, texts, record)
     if record:
         import datetime
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -207,6 +207,17 @@ def speed_section(sp: Optional[dict]) -> list:
             for kind, r in m["by_content"].items():
                 out.append(f"| {kind} | {r['megabytes']} | {r['guard_seconds']:.2f} s | {r['seed_seconds']:.2f} s | "
                            f"×{r['ratio']:.2f} |")
+    for m in mixes:
+        if m.get("by_length"):
+            out += ["", f"And by length: {m['label']}, every kind mixed, in bins of the summary's length in "
+                    "characters (one core, the median of three interleaved runs each). The original rules' cost "
+                    "grows with the length (one 20-character window a character); the guard's has a floor "
+                    "(a dozen detectors look at every summary), and grows less:",
+                    "", "| characters | records | guard, a summary | original rules, a summary | guard / rules |",
+                    "|---|---|---|---|---|"]
+            for name, r in m["by_length"].items():
+                out.append(f"| {name} | {r['summaries']:,} | {r['guard_us_per_summary']} µs | "
+                           f"{r['seed_us_per_summary']} µs | ×{r['ratio']:.2f} |")
     timed = [m for m in mixes if m.get("detectors_seconds")]
     if timed:
         out += ["", "Where the guard's time goes without the inputs (each detector wrapped and timed, one core; "
