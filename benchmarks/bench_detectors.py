@@ -249,6 +249,19 @@ def unseen_file(n: int, rng: random.Random, path: Path, texts: list, group: Opti
     path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
 
 
+def side_by_side(path: Path, n: int) -> dict:
+    """The guard (without inputs) and the literal rules on one file of `n` records: three runs
+    each, interleaved, the medians kept; `said`, the runs, for the printed line (not recorded)."""
+    runs = [(run(MANY, "guard-text-only", path)[0], run(MANY, "seed", path)[0]) for _ in range(3)]
+    g, s = sorted(r[0] for r in runs)[1], sorted(r[1] for r in runs)[1]
+    row = {"summaries": n, "guard_seconds": round(g, 2), "seed_seconds": round(s, 2), "ratio": round(g / s, 2),
+           "guard_us_per_summary": round(g / n * 1e6), "seed_us_per_summary": round(s / n * 1e6),
+           "megabytes": round(path.stat().st_size / 1e6, 1), "guard_runs": [round(r[0], 2) for r in runs],
+           "seed_runs": [round(r[1], 2) for r in runs]}
+    row["said"] = f"(guard {', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})"
+    return row
+
+
 def by_content(tmp: Path, n: int, rng: random.Random, texts: list, record: Optional[list] = None) -> None:
     """The guard's time against the literal rules' on each kind of that text alone: where the cost
     depends on the content (one core; three runs each, interleaved, the median kept: a file of a
@@ -259,15 +272,11 @@ def by_content(tmp: Path, n: int, rng: random.Random, texts: list, record: Optio
     for group in sorted({g for g, _ in texts}):
         path = tmp / "unseen-one.json"
         unseen_file(n, rng, path, texts, group)
-        runs = [(run(MANY, "guard-text-only", path)[0], run(MANY, "seed", path)[0]) for _ in range(3)]
-        g, s = sorted(r[0] for r in runs)[1], sorted(r[1] for r in runs)[1]
-        rows[group] = {"summaries": n, "guard_seconds": round(g, 2), "seed_seconds": round(s, 2), "ratio": round(g / s, 2),
-                       "megabytes": round(path.stat().st_size / 1e6, 1), "guard_runs": [round(r[0], 2) for r in runs],
-                       "seed_runs": [round(r[1], 2) for r in runs]}
-        print(f"  {group:<20} {rows[group]['megabytes']:6.1f} MB  guard {g:6.2f} s  seed {s:6.2f} s  x{g / s:.2f}"
-              f"   (guard {', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})")
+        r = rows[group] = side_by_side(path, n)
+        print(f"  {group:<20} {r['megabytes']:6.1f} MB  guard {r['guard_seconds']:6.2f} s  seed "
+              f"{r['seed_seconds']:6.2f} s  x{r['ratio']:.2f}   {r['said']}")
     if record is not None and record:
-        record[-1]["by_content"] = rows
+        record[-1]["by_content"] = {k: {f: v for f, v in r.items() if f != "said"} for k, r in rows.items()}
 
 
 # summary lengths, in characters: the literal rules' cost grows with the length (a window per
@@ -291,17 +300,12 @@ def by_length(tmp: Path, n: int, rng: random.Random, texts: list, record: Option
         path = tmp / "unseen-length.json"
         recs = [{"id": f"{src}#{i}", "content": text} for i, (src, text) in enumerate(rng.choice(pool) for _ in range(k))]
         path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
-        runs = [(run(MANY, "guard-text-only", path)[0], run(MANY, "seed", path)[0]) for _ in range(3)]
-        g, s = sorted(r[0] for r in runs)[1], sorted(r[1] for r in runs)[1]
         name = f"{lo:,}-{hi - 1:,}" if hi is not None else f"{lo:,} or more"
-        rows[name] = {"summaries": k, "guard_seconds": round(g, 2), "seed_seconds": round(s, 2), "ratio": round(g / s, 2),
-                      "guard_us_per_summary": round(g / k * 1e6), "seed_us_per_summary": round(s / k * 1e6),
-                      "megabytes": round(path.stat().st_size / 1e6, 1), "guard_runs": [round(r[0], 2) for r in runs],
-                      "seed_runs": [round(r[1], 2) for r in runs]}
-        print(f"  {name:>16} chars  {k:5} records  guard {g / k * 1e6:7.1f} us  seed {s / k * 1e6:7.1f} us a summary  "
-              f"x{g / s:.2f}   (guard {', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})")
+        r = rows[name] = side_by_side(path, k)
+        print(f"  {name:>16} chars  {k:5} records  guard {r['guard_us_per_summary']:5} us  seed "
+              f"{r['seed_us_per_summary']:5} us a summary  x{r['ratio']:.2f}   {r['said']}")
     if record is not None and record:
-        record[-1]["by_length"] = rows
+        record[-1]["by_length"] = {k: {f: v for f, v in r.items() if f != "said"} for k, r in rows.items()}
 
 
 def mixed(path: Path, n: int, label: str, record: Optional[list] = None,
