@@ -375,6 +375,45 @@ def test_a_compaction_in_pieces_the_upstream_hangs_on_is_answered_at_l3_in_time(
     assert any(x["path"].startswith("/hang/v1/messages") for x in up.seen)     # L1 went as it came
 
 
+def test_a_compaction_an_upstream_never_reads_is_answered_at_l3_in_time(tmp_path):
+    """An upstream that takes the connection and never reads the request: the relay's writes of
+    the body stall, but the client's body is read at the client's pace, so the compaction is
+    known, handed to the core and answered at L3 within its deadline (not relay_read_timeout_seconds)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)      # (inherited: a small window)
+    taken = []
+    threading.Thread(target=lambda: taken.append(listener.accept()), daemon=True).start()
+    layout = agents.get("claude-code").resolve(home=str(tmp_path / "claude"))
+    settings = dataclasses.replace(QUICK, relay_compaction_deadline_seconds=2.0, relay_read_timeout_seconds=120.0)
+    srv = Running(layout, None, settings, relay_to=(agents.get("claude-code"),
+                                                    f"http://127.0.0.1:{listener.getsockname()[1]}")).__enter__()
+    msgs = REQUEST["body"]["messages"]
+    # 6 MB of history before the compaction prompt: more than the socket buffers between the relay
+    # and an upstream that reads nothing hold (4 MB at most here, tcp_wmem)
+    log = "".join(f"step {i}: the deploy of OPS-4411 retried on release/2.7, replica lag {i % 97} s\n"
+                  for i in range(90_000))
+    body = json.dumps(dict(REQUEST["body"], stream=False, messages=[{"role": "user", "content": log}] + msgs)).encode()
+    assert len(body) > 6_000_000
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=90)
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"x-api-key: {KEY}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode())
+        t0 = time.monotonic()
+        s.sendall(body)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        s.close()
+    finally:
+        srv.__exit__(None, None, None)
+        listener.close()
+        for taken_conn, _ in taken:
+            taken_conn.close()
+    head, data = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200") and b"x-compaction-guard-level: 3" in head.lower(), head
+    assert time.monotonic() - t0 < 60 and b"Primary Request and Intent" in data
+
+
 def test_a_body_that_never_finishes_is_a_timeout_and_no_whole_request_goes_upstream(relay):
     up, srv = relay(dataclasses.replace(QUICK, serve_body_timeout_seconds=1.0))
     seen = len(up.seen)

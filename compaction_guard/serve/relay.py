@@ -165,7 +165,8 @@ class Relay:
     async def _through(self, scope, receive, send, url: str, target: bytes, headers: list, declared,
                        body: "_Body", first: bytes) -> None:
         """A body in several pieces goes upstream as it comes, each piece kept (held once), so the
-        upstream reads it while the rest arrives. Its first answer is awaited whole-bodied as L1:
+        upstream reads it while the rest arrives (the client's body is read at the client's pace,
+        not the upstream's: `read`). Its first answer is awaited whole-bodied as L1:
         when the body turns out to be the agent's compaction, that answer is held and checked (the
         core's first level, already asked); otherwise it is relayed as it comes."""
         marker = self.spec.marker
@@ -174,21 +175,37 @@ class Relay:
         found = [generation and not encoding and holds(first, marker, self.anchor)]
 
         edge = len(marker) - 1             # a marker across two pieces has at most this much in each
-        fed = asyncio.Event()               # the whole body has gone to the wire
+        fed = asyncio.Event()               # the whole body has come from the client
+        came = asyncio.Queue()              # its pieces after the first, as they come; None after the last
+
+        async def read():
+            """The client's body read as it comes, whatever the upstream's pace: that it is whole
+            (and a compaction) is known even while an upstream that does not read holds its writes."""
+            tail = first[-edge:]
+            try:
+                while body.more:
+                    piece = await body.next()
+                    if piece is None:
+                        came.put_nowait(_BodyBroke(body.failed or "gone"))
+                        return
+                    if generation and not encoding and not found[0]:
+                        # the piece searched where it lies (no copy of it), and the joint apart
+                        found[0] = holds(piece, marker, self.anchor) or marker in tail + piece[:edge]
+                        tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
+                    came.put_nowait(piece)
+                came.put_nowait(None)
+                fed.set()
+            except BaseException:
+                came.put_nowait(_BodyBroke("gone"))     # never a body cut short passed off as whole
+                raise
 
         async def feed():
             yield first
-            tail = first[-edge:]
-            while body.more:
-                piece = await body.next()
-                if piece is None:
-                    raise _BodyBroke(body.failed or "gone")
-                if generation and not encoding and not found[0]:
-                    # the piece searched where it lies (no copy of it), and the joint apart
-                    found[0] = holds(piece, marker, self.anchor) or marker in tail + piece[:edge]
-                    tail = (tail + piece)[-edge:] if len(piece) < edge else piece[-edge:]
+            while (piece := await came.get()) is not None:
+                if isinstance(piece, _BodyBroke):
+                    raise piece
                 yield piece
-            fed.set()
+        reading = asyncio.ensure_future(read())
         # its length as the client declared it; a chunked body goes on chunked (without either
         # header, h11 would take it for an empty body and refuse the first piece)
         head = self._head(headers, b"Content-Length: " + declared if declared else b"Transfer-Encoding: chunked")
@@ -198,13 +215,24 @@ class Relay:
         async def answered():
             """The upstream's answer, or None once the client has the error that stands for it."""
             try:
-                return await sending
+                resp = await sending
             except (WireError, _BodyBroke) as exc:      # the body broke off, or the upstream could not be reached
+                await stop_reading()
                 if body.failed is not None or isinstance(exc, _BodyBroke):
                     await self._refused(send, body)
                 else:
                     await self._unreached(send, exc)
                 return None
+            # (an upstream that answered before the body's end: the rest is not read, and the
+            # client's next message is the answer's business: _relay_answer)
+            await stop_reading()
+            return resp
+
+        async def stop_reading():
+            if not reading.done():
+                await _cancel_task(reading)
+            elif not reading.cancelled():
+                reading.exception()         # (retrieved: whatever it was, the answer says it)
         # the body whole, or the answer first (an upstream that answers before the body's end, or
         # an error): whether it is a compaction is known from the body, so a compaction is handed
         # to the core before its answer's head comes, and its deadline holds from there
@@ -214,6 +242,7 @@ class Relay:
             await asyncio.wait({sending, waiter}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             sending.cancel()
+            reading.cancel()
             raise
         finally:
             waiter.cancel()
