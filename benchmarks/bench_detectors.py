@@ -249,16 +249,18 @@ def unseen_file(n: int, rng: random.Random, path: Path, texts: list, group: Opti
     path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
 
 
-def side_by_side(path: Path, n: int) -> dict:
+def side_by_side(path: Path, n: int, label: str) -> dict:
     """The guard (without inputs) and the literal rules on one file of `n` records: three runs
-    each, interleaved, the medians kept; `said`, the runs, for the printed line (not recorded)."""
+    each, interleaved, the medians kept; printed after `label`, returned as the row recorded."""
     runs = [(run(MANY, "guard-text-only", path)[0], run(MANY, "seed", path)[0]) for _ in range(3)]
     g, s = sorted(r[0] for r in runs)[1], sorted(r[1] for r in runs)[1]
     row = {"summaries": n, "guard_seconds": round(g, 2), "seed_seconds": round(s, 2), "ratio": round(g / s, 2),
            "guard_us_per_summary": round(g / n * 1e6), "seed_us_per_summary": round(s / n * 1e6),
            "megabytes": round(path.stat().st_size / 1e6, 1), "guard_runs": [round(r[0], 2) for r in runs],
            "seed_runs": [round(r[1], 2) for r in runs]}
-    row["said"] = f"(guard {', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})"
+    print(f"  {label}  {row['megabytes']:5.1f} MB  guard {g:6.2f} s  seed {s:6.2f} s  ({row['guard_us_per_summary']} "
+          f"and {row['seed_us_per_summary']} us a summary)  x{g / s:.2f}   (guard "
+          f"{', '.join(f'{r[0]:.2f}' for r in runs)}; seed {', '.join(f'{r[1]:.2f}' for r in runs)})")
     return row
 
 
@@ -272,11 +274,9 @@ def by_content(tmp: Path, n: int, rng: random.Random, texts: list, record: Optio
     for group in sorted({g for g, _ in texts}):
         path = tmp / "unseen-one.json"
         unseen_file(n, rng, path, texts, group)
-        r = rows[group] = side_by_side(path, n)
-        print(f"  {group:<20} {r['megabytes']:6.1f} MB  guard {r['guard_seconds']:6.2f} s  seed "
-              f"{r['seed_seconds']:6.2f} s  x{r['ratio']:.2f}   {r['said']}")
+        rows[group] = side_by_side(path, n, f"{group:<20}")
     if record is not None and record:
-        record[-1]["by_content"] = {k: {f: v for f, v in r.items() if f != "said"} for k, r in rows.items()}
+        record[-1]["by_content"] = rows
 
 
 # summary lengths, in characters: the literal rules' cost grows with the length (a window per
@@ -298,14 +298,11 @@ def by_length(tmp: Path, n: int, rng: random.Random, texts: list, record: Option
         mean = sum(len(t[1]) for t in pool) / len(pool)
         k = max(100, min(n, int(4e6 / mean)))
         path = tmp / "unseen-length.json"
-        recs = [{"id": f"{src}#{i}", "content": text} for i, (src, text) in enumerate(rng.choice(pool) for _ in range(k))]
-        path.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
+        unseen_file(k, rng, path, pool)
         name = f"{lo:,}-{hi - 1:,}" if hi is not None else f"{lo:,} or more"
-        r = rows[name] = side_by_side(path, k)
-        print(f"  {name:>16} chars  {k:5} records  guard {r['guard_us_per_summary']:5} us  seed "
-              f"{r['seed_us_per_summary']:5} us a summary  x{r['ratio']:.2f}   {r['said']}")
+        rows[name] = side_by_side(path, k, f"{name:>16} chars, {k:5} records")
     if record is not None and record:
-        record[-1]["by_length"] = {k: {f: v for f, v in r.items() if f != "said"} for k, r in rows.items()}
+        record[-1]["by_length"] = rows
 
 
 def mixed(path: Path, n: int, label: str, record: Optional[list] = None,

@@ -215,37 +215,32 @@ class Relay:
         async def answered():
             """The upstream's answer, or None once the client has the error that stands for it."""
             try:
-                resp = await sending
+                resp, failed = await sending, None
             except (WireError, _BodyBroke) as exc:      # the body broke off, or the upstream could not be reached
-                await stop_reading()
-                if body.failed is not None or isinstance(exc, _BodyBroke):
-                    await self._refused(send, body)
-                else:
-                    await self._unreached(send, exc)
-                return None
+                resp, failed = None, exc
             # (an upstream that answered before the body's end: the rest is not read, and the
             # client's next message is the answer's business: _relay_answer)
-            await stop_reading()
-            return resp
-
-        async def stop_reading():
             if not reading.done():
                 await _cancel_task(reading)
             elif not reading.cancelled():
                 reading.exception()         # (retrieved: whatever it was, the answer says it)
-        # the body whole, or the answer first (an upstream that answers before the body's end, or
-        # an error): whether it is a compaction is known from the body, so a compaction is handed
-        # to the core before its answer's head comes, and its deadline holds from there
-        # (relay_compaction_deadline_seconds, not relay_read_timeout_seconds)
-        waiter = asyncio.ensure_future(fed.wait())
+            if failed is None:
+                return resp
+            if body.failed is not None or isinstance(failed, _BodyBroke):
+                await self._refused(send, body)
+            else:
+                await self._unreached(send, failed)
+            return None
+        # the body whole (or broken off), or the answer first (an upstream that answers before the
+        # body's end, or an error): whether it is a compaction is known from the body, so a
+        # compaction is handed to the core before its answer's head comes, and its deadline holds
+        # from there (relay_compaction_deadline_seconds, not relay_read_timeout_seconds)
         try:
-            await asyncio.wait({sending, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({sending, reading}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             sending.cancel()
             reading.cancel()
             raise
-        finally:
-            waiter.cancel()
         if not fed.is_set():
             resp = await answered()
             return None if resp is None else await self._relay_answer(scope["method"], url, resp, receive, send)
