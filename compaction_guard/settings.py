@@ -226,6 +226,10 @@ class Settings:
     # Without the history: an announcing word opening a text of at most this many characters, naming
     # nothing ("让我继续分析"), is a preamble.
     answer_bare_intent_max_chars: int = 80
+    # With the history: a short answer that opens with an announcing word (within this many characters:
+    # "Okay, I'll read", "Gut, ich schaue") and carries nothing of the history's end is a preamble, whatever
+    # it names of the rest.
+    answer_intent_head_chars: int = 24
 
     # stale (detectors/stale.py): an unchanged summary whose input holds fewer than this many words
     # besides the previous summary says nothing of the turns since: stale, as without a history.

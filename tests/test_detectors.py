@@ -1585,3 +1585,79 @@ def test_a_summary_naming_its_own_things_and_none_of_the_history_s_is_ungrounded
              "deploy retry module.")
     r = validate(prose, input=row["history"])
     assert "ungrounded" not in r.failures, r.reasons
+
+
+# Error messages of failed compaction calls as their agents showed them (a compactor that stores its summarizer's
+# answer unchecked stores these as the summary: s2b-dev/smart-second-brain #435 did, tests/corpus/real/
+# published_broken.yaml): openai/codex #18450 and #31742, Wei-Shaw/sub2api #3932, earendil-works/pi #6647,
+# github/app #3895; then the shapes SDKs and proxies answer a failed call with.
+_CALL_ERRORS = [
+    "Error running remote compact task: stream disconnected before completion: error sending request for url "
+    "(https://chatgpt.com/backend-api/codex/responses/compact)",
+    "Error running remote compact task: Fatal error: remote compaction v2 expected exactly one compaction output item, "
+    "got 0 from 1 output items",
+    "Error running remote compact task:Stream disconnected before completion: stream closed before response.completed",
+    "Compaction failed: Summarization failed: terminated",
+    "Compaction failed. background compaction summarizer did not settle within 60s; proceeding without the pending summary",
+    "stream error: stream ID 3; INTERNAL_ERROR; received from peer",
+    "AI_APICallError: Bad Request",
+    "ProviderModelNotFoundError: ProviderModelNotFoundError",
+    "unexpected status 401 Unauthorized: Incorrect API key provided",
+    "TypeError: Cannot read properties of undefined (reading 'content')\n    at summarize (/app/dist/compact.js:112:31)",
+    "[GoogleGenerativeAI Error]: Error fetching from https://generativelanguage.googleapis.com/v1beta/models/"
+    "gemini-2.5-pro:generateContent: [503 Service Unavailable] The model is overloaded. Please try again later.",
+    "Fehler beim Erstellen der Zusammenfassung: Zeitüberschreitung der Anfrage (504).",
+    "要約の生成中にエラーが発生しました: 503 Service Unavailable",
+]
+_DEPLOY_HISTORY = (
+    "user: The deploy to staging fails with ImagePullBackOff on the api pod.\n"
+    "assistant: deploy/helm/values-staging.yaml pins image.tag 2.14.0-rc3; the registry only has 2.14.0-rc2.\n"
+    "assistant: CI job build-api (pipeline 88213) failed at the push step: token REGISTRY_PUSH expired 2026-11-30.\n"
+    "user: Rotate the token and rerun the pipeline; keep replicas at 3.\n"
+    "assistant: Rotated REGISTRY_PUSH, reran pipeline 88214; tag 2.14.0-rc3 pushed, api rolled out.\n"
+    "user: Worker pods log 'redis timeout after 500ms'; raise it to 2s in config/worker.toml and add a retry.\n"
+    "assistant: config/worker.toml: redis.timeout_ms = 2000, redis.retries = 3. Opened PR #4412.\n"
+    "user: Wait for Dana's review before merging; deploy to prod on Thursday.\n")
+
+
+@pytest.mark.parametrize("text", _CALL_ERRORS)
+def test_the_message_of_a_failed_call_stored_as_the_summary_fails_as_error_text(text):
+    """Whatever words the provider, the SDK or the agent wrote it in: named as error text, with or without
+    the history (the operator's fix is the provider, not the prompt)."""
+    for history in (None, _DEPLOY_HISTORY):
+        r = validate(text, input=history)
+        assert [(f.kind, f.figures.get("form")) for f in r.findings if f.failure] == [("empty", "error")], (history, r.findings)
+
+
+@pytest.mark.parametrize("text", [
+    "CI build failed: pinned numpy to 1.26, tests green again.",
+    "Fixed TypeError in the api handler: it now checks for None; all 41 tests pass.",
+    "The billing handler now retries failed payment webhooks: it updates the billing address first.",
+    "The user pasted a JS error: `TypeError: Cannot read properties of undefined (reading 'map')`. Cause: the API "
+    "returns null for empty carts. Fixed with a default [] in CartList.",
+    "Der Export brach mit einem Fehler bei Umlauten ab: export/report.py schreibt jetzt utf-8-sig, Test ergänzt.",
+])
+def test_a_short_summary_of_work_on_an_error_is_not_error_text(text):
+    """A summary's subject may be an error (its label a sentence, or what was done about it following it)."""
+    r = validate(text)
+    assert not [f for f in r.findings if f.figures.get("form") == "error"], r.findings
+
+
+def test_a_preamble_naming_files_of_the_history_is_a_preamble_whatever_it_names():
+    """"Let me read a.py and b.py first" names two of the history's specifics: a statement of intent that carries
+    nothing of the history's end is no summary however much of its start it names (issue 58, form 3)."""
+    history = ("user: Der Export nach CSV bricht bei Umlauten ab, Datei export/report.py Zeile 88.\n"
+               "assistant: In export/report.py wird open(path, 'w') ohne encoding benutzt; unter Windows ist das cp1252.\n"
+               "user: Bitte auf utf-8-sig umstellen und einen Test in tests/test_export.py ergänzen.\n"
+               "assistant: Umgestellt auf encoding='utf-8-sig', Test test_umlaute_im_export hinzugefügt, 41 Tests grün.\n"
+               "user: Danach bitte noch die Spalte 'Betrag' mit zwei Nachkommastellen formatieren.\n"
+               "assistant: Spalte Betrag formatiert mit f'{x:.2f}', Commit a91c3e2 auf Branch fix/csv-umlaute.\n"
+               "user: Den Merge-Request bitte an Jonas zur Prüfung schicken, nicht selbst mergen.\n")
+    r = validate("Gut, ich schaue mir zuerst export/report.py und tests/test_export.py an und fasse dann zusammen.",
+                 input=history)
+    f = next(f for f in r.findings if f.failure)
+    assert f.figures.get("form") == "preamble" and set(f.figures["carried"]) == {"export/report.py", "tests/test_export.py"}
+    # the same files named in a summary that reaches the history's end: a summary
+    r = validate("export/report.py schreibt jetzt utf-8-sig (Test in tests/test_export.py), Betrag mit zwei "
+                 "Nachkommastellen; Commit a91c3e2 auf fix/csv-umlaute, der Merge-Request geht an Jonas.", input=history)
+    assert r.valid, r.findings

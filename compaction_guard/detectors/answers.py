@@ -89,8 +89,9 @@ def echoed_prompt(text: str, settings) -> Optional[float]:
 
 @lru_cache(maxsize=1)
 def _refusal_words() -> tuple:
-    """(refusal words, task words, announcing words, removal words), lowercased: data/answer_words.txt."""
-    classes = {"refuse": [], "task": [], "intent": [], "note": []}
+    """(refusal words, task words, announcing words, removal words, error words, call words), lowercased:
+    data/answer_words.txt."""
+    classes = {"refuse": [], "task": [], "intent": [], "note": [], "error": [], "call": []}
     for line in data_files.read_text("answer_words.txt").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
@@ -98,7 +99,8 @@ def _refusal_words() -> tuple:
         if len(parts) < 3 or parts[1] not in classes:
             continue
         classes[parts[1]].extend(w.lower() for w in parts[2].split("|") if w.strip())
-    return tuple(classes["refuse"]), tuple(classes["task"]), tuple(classes["intent"]), tuple(classes["note"])
+    return tuple(classes["refuse"]), tuple(classes["task"]), tuple(classes["intent"]), tuple(classes["note"]), \
+        tuple(classes["error"]), tuple(classes["call"])
 
 
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?。！？])\s+|\n")
@@ -141,6 +143,101 @@ def _has(words: tuple, text: str) -> bool:
     if pattern is not None and pattern.search(low):
         return True
     return any(all(p in low for p in c) for c in combos)
+
+
+@lru_cache(maxsize=4)
+def _word_starts(words: tuple):
+    """One pattern matching any of the words where a word starts (`error`, not inside `TypeError`); those
+    of scripts written without spaces (kana, CJK) anywhere."""
+    bounded = [w for w in words if ord(w[0]) < 0x3000]
+    free = [w for w in words if ord(w[0]) >= 0x3000]
+    parts = ([r"(?<!\w)" + _trie(bounded)] if bounded else []) + ([_trie(free)] if free else [])
+    return re.compile("|".join(parts))
+
+
+@lru_cache(maxsize=4)
+def _starts_index(words: tuple) -> tuple:
+    """(the words of scripts written with spaces by their first two characters, one pattern of the others)."""
+    index: dict = {}
+    for w in words:
+        if ord(w[0]) < 0x3000:
+            index.setdefault(w[:2], []).append(w)
+    free = [w for w in words if ord(w[0]) >= 0x3000]
+    return {k: tuple(v) for k, v in index.items()}, (re.compile(_trie(free)) if free else None)
+
+
+def _opens_word(words: list, index: dict, free) -> bool:
+    """Whether one of `words` (lowercased, in order: a phrase may run over two) starts with an entry of
+    `index, free` (_starts_index: _word_starts' matches where a word starts, looked up by the word's first two
+    characters instead of a pattern tried at every character: read for every short summary)."""
+    line = " ".join(words)
+    at = 0
+    for w in words:
+        i = at + len(w) - len(w.lstrip("[(\"'«“‘`*<{"))
+        got = index.get(line[i:i + 2])
+        if got and line.startswith(got, i):
+            return True
+        at += len(w) + 1
+    return free is not None and not line.isascii() and free.search(line) is not None
+
+
+# What software names its errors with, in any language: an exception's or error type's name (`TypeError`,
+# `AI_APICallError`), an error code (`ERR_INCOMPLETE_CHUNKED_ENCODING`, `INTERNAL_ERROR`,
+# `context_length_exceeded`, `ECONNRESET`), an HTTP status with its reason phrase or named as a status
+# (`503 Service Unavailable`, `status 401`): the machine's words, not a writer's.
+_REASONS = ("Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed|Request Time-?out|"
+            "Conflict|Gone|Payload Too Large|Unprocessable Entity|Too Many Requests|Internal Server Error|"
+            "Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out|Overloaded")
+ERROR_TOKEN_RE = re.compile(
+    r"\b[A-Za-z_]\w*?(?:Error|Exception)\b"
+    r"|\bERR_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|EXCEEDED|FAILED|FAILURE|TIMEOUT|UNAVAILABLE|REFUSED|ABORTED)\b"
+    r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:error|exceeded|failed|failure|timeout|unavailable)\b"
+    r"|\bE(?:CONNRESET|CONNREFUSED|CONNABORTED|TIMEDOUT|NOTFOUND|PIPE|HOSTUNREACH|NETUNREACH|AI_AGAIN)\b"
+    rf"|\b(?:(?:status(?: code)?|HTTP(?:/\d(?:\.\d)?)?)[ :=]*[45]\d\d\b(?:[ \t]+(?:{_REASONS}))?|[45]\d\d[ \t]+(?:{_REASONS})\b)")
+# what every match of ERROR_TOKEN_RE holds one of
+_TOKEN_HINT_RE = re.compile(r"rror|RROR|xception|_|[45]|E(?:CONN|TIMEDOUT|NOTFOUND|PIPE|HOST|NETUN)")
+# what a label may name without being longer: a URL, a path, a dotted name
+_NAMES_RE = re.compile(r"\S*[/.]\S*")
+# a label ends at a colon (its detail follows, `task:Stream disconnected` too), a dash between spaces, or the
+# line's end
+_LABEL_END_RE = re.compile(r"[:：](?=\s|$|[A-Z])| [-–—] ")
+
+
+def error_text(text: str) -> Optional[str]:
+    """The label of the text when it is the message of a failed call rather than a summary, else None.
+    A text of two sentences at most, its label (its first line up to a colon, or its first sentence; 60 bytes
+    and eight words at most, the URLs and paths it names aside: a label, not a sentence) is:
+    - an error's name and nothing else but error words (`TypeError:`, `unexpected status 401 Unauthorized:`);
+    - or holds an error word (data/answer_words.txt, `error`: a closed class per language, where a word
+      starts) in its first two words or its last two, while its first sentence names the call or the task
+      (`call`, `task`: request, stream, connection, model, summary...: `Error during compaction: ...`,
+      `Fehler beim Erstellen der Zusammenfassung: ...`), or its detail holds an error's name (`stream
+      error: ... INTERNAL_ERROR`).
+    An error word alone is a summary's subject as often (`CI build failed: pinned numpy`)."""
+    # (the label first, and an error word or name in it: most texts have neither, and are read no further)
+    line = text[:400].lstrip()
+    line = line[:line.find("\n")] if "\n" in line else line
+    m = _LABEL_END_RE.search(line, 0, 160)
+    head = _first_sentence(line[:m.start()] if m else line)
+    words = head.lower().split()
+    if len(words) > 8:
+        return None
+    classes = _refusal_words()
+    # (an error's name holds one of a few strings: most heads hold none, and are not searched)
+    named = ERROR_TOKEN_RE.search(head) if _TOKEN_HINT_RE.search(head) else None
+    # (the error word heads the label or ends it, `stream error`, `Error during compaction`, `stream
+    # disconnected`: within its first two words or its last two; in a sentence it stands anywhere)
+    index, free = _starts_index(classes[4])
+    worded = words and (_opens_word(words[:2], index, free) or _opens_word(words[-2:], index, free))
+    if not (named or worded) or len(_NAMES_RE.sub("", head).encode()) > 60 \
+            or sum(map(text.count, _ENDS)) > 2 and not _two(text):
+        return None     # a sentence, not a label; a text that goes on (a cause, a fix) after the error it quotes
+    if named and not _word_starts(classes[4]).sub(" ", ERROR_TOKEN_RE.sub(" ", head).lower()).strip(" \t[](){}<>.,;!'\"`*#-"):
+        return head.strip()
+    if worded and (_word_starts(classes[1] + classes[5]).search(_first_sentence(text).lower())
+                   or ERROR_TOKEN_RE.search(text.lstrip(), len(head))):
+        return head.strip()
+    return None
 
 
 def refuses(text: str) -> bool:
@@ -274,12 +371,8 @@ def prompt_phrases(text: str) -> tuple:
     return sum(1 for g in grams if g in known), len(grams)
 
 
-def _short(text: str, settings) -> bool:
-    """answer_max_chars or less, two sentences at most."""
-    if len(text) > settings.answer_max_chars:
-        return False
-    if sum(map(text.count, _ENDS)) <= 1:      # one sentence end at most: two sentences at most
-        return True
+def _two(text: str) -> bool:
+    """Two sentences at most."""
     n = 0
     for part in _SENTENCE_END_RE.split(text.strip()):
         if part.strip():
@@ -287,6 +380,13 @@ def _short(text: str, settings) -> bool:
             if n > 2:
                 return False
     return True
+
+
+def _short(text: str, settings) -> bool:
+    """answer_max_chars or less, two sentences at most."""
+    if len(text) > settings.answer_max_chars:
+        return False
+    return sum(map(text.count, _ENDS)) <= 1 or _two(text)     # (one sentence end at most: two sentences at most)
 
 
 def classify(content: str, settings, reasoning, history: Optional[str] = None) -> list:
@@ -334,7 +434,13 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
         return []
     got = _carries_nothing_late(text, history, settings)
     if got is None:
-        return []
+        # a statement of what the model is about to do is no summary whatever it names (`Let me read a.py and
+        # b.py first`): judged by the history's end alone, where it opens so (within its first few words: a plan
+        # inside a summary, `... and will rehearse it twice`, is stated in the same words)
+        if not _has(_refusal_words()[2], text[:settings.answer_intent_head_chars]) \
+                or (got := _carries_nothing_late(text, history, settings, few=False)) is None:
+            return []
+        return [_preamble(text, history, *got)]
     carried, specifics = got
     if refuses(text):
         return [_refusal(text, len(specifics))]
@@ -360,13 +466,23 @@ def classify(content: str, settings, reasoning, history: Optional[str] = None) -
                                                        "phrases": grams, "carried": carried,
                                                        "history_specifics": len(specifics)})]
     if not announces(text):
+        if ERROR_TOKEN_RE.search(_first_sentence(text)) or error_text(text):
+            # an error's name (or an error's label), and nothing of the history: the message of a failed call
+            return [Finding("empty", f"error text stored as the summary ({' '.join(text.split())[:70]!r}): it carries "
+                            f"{len(carried)} of the history's {len(specifics)} specifics; the summarizer's call failed "
+                            "and its message was stored: fix the summarizer's provider and re-run compaction",
+                            figures={"form": "error", "carried": carried, "history_specifics": len(specifics)})]
         return []
+    return [_preamble(text, history, carried, specifics)]
+
+
+def _preamble(text: str, history: str, carried: list, specifics: dict) -> Finding:
     named = (f"names {', '.join(repr(c) for c in carried)} of" if carried else "names none of")
-    return [Finding("empty", f"a preamble, not a summary: one statement ({' '.join(text.split())[:70]!r}) that {named} "
-                    f"the {len(specifics)} specifics the history held ({_held(history, carried)}) and nothing else: what the "
-                    "model was about to do, not what was done; re-run compaction (a request with no tools, a model "
-                    "that follows it)", figures={"form": "preamble", "carried": carried,
-                                                  "history_specifics": len(specifics)})]
+    return Finding("empty", f"a preamble, not a summary: one statement ({' '.join(text.split())[:70]!r}) that {named} "
+                   f"the {len(specifics)} specifics the history held ({_held(history, carried)}) and nothing else: what the "
+                   "model was about to do, not what was done; re-run compaction (a request with no tools, a model "
+                   "that follows it)", figures={"form": "preamble", "carried": carried,
+                                                 "history_specifics": len(specifics)})
 
 
 def _held(history: str, carried: list, most: int = 5) -> str:
@@ -381,11 +497,11 @@ def _held(history: str, carried: list, most: int = 5) -> str:
     return ", ".join(repr(a) for a in ranked[:most]) + (", ..." if len(ranked) > most else "")
 
 
-def _carries_nothing_late(text: str, history: str, settings):
+def _carries_nothing_late(text: str, history: str, settings, few: bool = True):
     """(the history's specifics the text names, the history's specifics) when the history is rich in
     specifics (answer_min_history_atoms), the text names few of them (answer_max_kept_atoms, and
-    answer_max_kept_share) and nothing its last part (answer_late_share of it) brings first: its
-    latest state is not in it; else None. A sentence that is a summary says where things stand."""
+    answer_max_kept_share; any number of them unless `few`) and nothing its last part (answer_late_share of it)
+    brings first: its latest state is not in it; else None. A sentence that is a summary says where things stand."""
     specifics = {}
     for a, at in atoms(history):
         specifics.setdefault(a.lower(), (a, at))
@@ -395,7 +511,7 @@ def _carries_nothing_late(text: str, history: str, settings):
     carried = [a for a, _ in specifics.values() if kept(a, where)]
     # a name counted once: `retry.py` inside `src/sync/retry.py` is the same file
     carried = [a for a in carried if not any(a != b and a.lower() in b.lower() for b in carried)]
-    if len(carried) > settings.answer_max_kept_atoms or len(carried) > settings.answer_max_kept_share * len(specifics):
+    if few and (len(carried) > settings.answer_max_kept_atoms or len(carried) > settings.answer_max_kept_share * len(specifics)):
         return None
     # what the history's last part brings first: its atoms and rare words, none of them in the text
     late_at = int(len(history) * (1 - settings.answer_late_share))

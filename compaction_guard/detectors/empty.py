@@ -20,6 +20,7 @@ from typing import Optional
 from ..findings import Finding
 from ..reasoning import Reasoning, strip_reasoning
 from ..tokens import CJK_CLASS, CJK_RUN_RE, PIECE, count_matches, pieces
+from .answers import error_text
 from .identifiers import scan
 from .overlap import SEPARATORS, WIDE_PUNCT_RE, units
 from .vocabulary import _vocabulary, common_units, template_units  # noqa: F401 - template_units: read here too
@@ -369,7 +370,8 @@ def detect(content: str, settings, input_tokens: Optional[int] = None, input_tex
             return findings
     if len(stripped) <= settings.max_error_text_chars:
         m = ERROR_START_RE.match(stripped) or (
-            len(stripped) <= settings.max_generic_error_chars and GENERIC_ERROR_RE.match(stripped)
+            len(stripped) <= settings.max_generic_error_chars
+            and (GENERIC_ERROR_RE.match(stripped) or error_text(stripped))
             and not (BARE_ERROR_RE.match(stripped) and _NEXT_SENTENCE_RE.search(stripped))
             and not grounded(stripped, input_text, settings))
         if m:
