@@ -20,7 +20,7 @@ from typing import Optional
 from ..findings import Finding
 from ..reasoning import Reasoning, strip_reasoning
 from ..tokens import CJK_CLASS, CJK_RUN_RE, PIECE, count_matches, pieces
-from .answers import error_text
+from .answer_words import error_text
 from .identifiers import scan
 from .overlap import SEPARATORS, WIDE_PUNCT_RE, units
 from .vocabulary import _vocabulary, common_units, template_units  # noqa: F401 - template_units: read here too
