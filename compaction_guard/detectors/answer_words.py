@@ -156,7 +156,7 @@ def error_text(text: str) -> Optional[str]:
     index, free = _starts_index(classes[4])
     worded = words and (_opens_word(words[:2], index, free) or _opens_word(words[-2:], index, free))
     if not (named or worded) or len(_NAMES_RE.sub("", head).encode()) > 60 \
-            or sum(map(text.count, _ENDS)) > 2 and not _two(text):
+            or not _two(text):
         return None     # a sentence, not a label; a text that goes on (a cause, a fix) after the error it quotes
     if named and not _word_starts(classes[4]).sub(" ", ERROR_TOKEN_RE.sub(" ", head).lower()).strip(" \t[](){}<>.,;!'\"`*#-"):
         return head.strip()
@@ -166,10 +166,10 @@ def error_text(text: str) -> Optional[str]:
     return None
 
 
-
-
 def _two(text: str) -> bool:
-    """Two sentences at most."""
+    """Two sentences at most (one sentence end at most says so without reading them)."""
+    if sum(map(text.count, _ENDS)) <= 1:
+        return True
     n = 0
     for part in _SENTENCE_END_RE.split(text.strip()):
         if part.strip():

@@ -41,7 +41,7 @@ from typing import Optional
 
 from .. import data_files
 from ..findings import Finding
-from .answer_words import ERROR_TOKEN_RE, _ENDS, _first_sentence, _has, _refusal_words, _two, error_text
+from .answer_words import ERROR_TOKEN_RE, _first_sentence, _has, _refusal_words, _two, error_text
 from .coverage import atoms, flat, kept
 from .overlap import units
 
@@ -220,7 +220,7 @@ def _short(text: str, settings) -> bool:
     """answer_max_chars or less, two sentences at most."""
     if len(text) > settings.answer_max_chars:
         return False
-    return sum(map(text.count, _ENDS)) <= 1 or _two(text)     # (one sentence end at most: two sentences at most)
+    return _two(text)
 
 
 def classify(content: str, settings, reasoning, history: Optional[str] = None) -> list:
